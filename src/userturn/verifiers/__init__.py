@@ -1,0 +1,1 @@
+"""Verifiers: pure functions that score an assistant response against a dataset's gold fields."""
