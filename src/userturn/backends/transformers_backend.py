@@ -46,40 +46,48 @@ def _pick_dtype(dtype: str, device: str) -> Any:
 class _RowSampler:
     """A logits processor that turns greedy search into per-row seeded sampling.
 
-    Rows with temperature 0 are left alone (plain argmax). Other rows are scaled by 1/T, cut to
-    their top-p nucleus, and get Gumbel noise drawn from their own generator; the argmax of that
-    is an exact sample from the tempered, truncated distribution.
+    Rows with temperature 0 are left alone (plain argmax). The other rows are sampled by inverse
+    transform: softmax at their temperature, cut to their top-p nucleus, one uniform number drawn
+    from the row's own generator, and the token where the cumulative probability passes it wins
+    (its score is set to 0, every other to -inf, so the greedy argmax picks it). One random number
+    per row and step, everything else batched.
     """
 
     def __init__(self, temperatures: list[float], top_ps: list[float], seeds: list[int], device: str) -> None:
         import torch
 
-        self.temperatures = temperatures
-        self.top_ps = top_ps
         self.sampled_rows = [i for i, t in enumerate(temperatures) if t > 0]
-        self.generators = {}
+        self.rows = torch.tensor(self.sampled_rows, dtype=torch.long, device=device)
+        self.temperatures = torch.tensor([temperatures[i] for i in self.sampled_rows], device=device)
+        self.top_ps = [top_ps[i] for i in self.sampled_rows]
+        self.nucleus = any(p < 1.0 for p in self.top_ps)
+        self.top_p_tensor = torch.tensor(self.top_ps, device=device)
+        self.generators = []
         for i in self.sampled_rows:
             gen = torch.Generator(device=device)
             gen.manual_seed(int(seeds[i]) % (2**63))
-            self.generators[i] = gen
+            self.generators.append(gen)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
         if not self.sampled_rows:
             return scores
-        scores = scores.clone()
-        for i in self.sampled_rows:
-            row = scores[i].float() / self.temperatures[i]
-            if self.top_ps[i] < 1.0:
-                sorted_logits, order = torch.sort(row, descending=True)
-                cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
-                drop = cumulative - torch.softmax(sorted_logits, dim=-1) >= self.top_ps[i]
-                row[order[drop]] = float("-inf")
-            uniform = torch.rand(row.shape, generator=self.generators[i], device=row.device)
-            gumbel = -torch.log(-torch.log(uniform.clamp(1e-20, 1.0 - 1e-7)))
-            scores[i] = (row + gumbel).to(scores.dtype)
-        return scores
+        probs = torch.softmax(scores[self.rows].float() / self.temperatures[:, None], dim=-1)
+        order = None
+        if self.nucleus:
+            probs, order = torch.sort(probs, dim=-1, descending=True)
+            before = probs.cumsum(dim=-1) - probs
+            probs = probs * (before < self.top_p_tensor[:, None])
+        cdf = probs.cumsum(dim=-1)
+        uniform = torch.cat([torch.rand(1, generator=g, device=cdf.device) for g in self.generators])
+        choice = torch.searchsorted(cdf, (uniform * cdf[:, -1]).unsqueeze(-1)).clamp(max=cdf.shape[-1] - 1)
+        if order is not None:
+            choice = order.gather(-1, choice)
+        out = scores.clone()
+        out[self.rows] = float("-inf")
+        out[self.rows.unsqueeze(-1), choice] = 0.0
+        return out
 
 
 class TransformersBackend:

@@ -1,0 +1,203 @@
+"""The probe, end to end: datasets → assistant → verify → user turn → classify → aggregate → outputs.
+
+``run_probe`` is the only function here with side effects worth knowing: it loads models, reads
+and writes the store, and writes ``samples.jsonl``, ``summary.json`` and ``run.json`` in the run
+directory. Each stage is a function in ``userturn.stages`` over plain records.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from userturn import __version__
+from userturn.backends import Backend, load_backend
+from userturn.classifiers import load_classifier
+from userturn.config import RunConfig
+from userturn.datasets import LoadOptions, load_items
+from userturn.errors import ConfigError, StoreError
+from userturn.output import write_json, write_jsonl
+from userturn.perturbations import get_perturbation
+from userturn.progress import Reporter
+from userturn.records import Item, LabeledTurn, SamplingParams
+from userturn.stages.aggregate import markdown_table, summarize
+from userturn.stages.assistant import run_assistant_stage
+from userturn.stages.classify import run_classify_stage
+from userturn.stages.user_turn import build_contexts, plan_samples, run_user_turn_stage
+from userturn.stages.verify import run_verify_stage
+from userturn.store import Store
+
+log = logging.getLogger("userturn")
+
+
+@dataclass
+class RunResult:
+    out: Path
+    rows: list[dict[str, Any]]
+    labeled: list[LabeledTurn]
+    generated: int
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def choose_run_dir(config: RunConfig, runs_root: Path = Path("runs")) -> tuple[Path, bool]:
+    """The run directory: ``--out`` if given, else an earlier run of the same configuration, else a new one.
+
+    Returns ``(path, reused)``. Reusing a same-fingerprint run is what makes "run the same command
+    again" resume a killed run without the user having to find its folder.
+    """
+    if config.out is not None:
+        return config.out, (config.out / "run.json").is_file()
+    fingerprint = config.fingerprint()
+    if runs_root.is_dir():
+        for candidate in sorted(runs_root.iterdir(), reverse=True):
+            meta = candidate / "run.json"
+            if meta.is_file():
+                try:
+                    if json.loads(meta.read_text()).get("fingerprint") == fingerprint:
+                        return candidate, True
+                except (OSError, json.JSONDecodeError):
+                    continue
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = runs_root / stamp
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = runs_root / f"{stamp}-{suffix}"
+    return path, False
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"cannot write to the output directory {out}: {exc.strerror or exc}") from exc
+
+
+def backend_options(config: RunConfig) -> dict[str, Any]:
+    """Keyword options for the chosen backend: the transformers engine takes the local-compute flags."""
+    options: dict[str, Any] = {}
+    if config.backend == "transformers":
+        options.update(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+                       threads=config.threads, trust_remote_code=config.trust_remote_code)
+    options.update(config.backend_options)
+    return options
+
+
+def load_run_items(config: RunConfig) -> list[Item]:
+    """Every item of every configured dataset, ``limit`` per dataset."""
+    items: list[Item] = []
+    for name in config.datasets:
+        options = LoadOptions(data_dir=config.data_dir, path=config.dataset_path, fields=dict(config.fields),
+                              extra={"cut": config.cut})
+        loaded = load_items(name, options, limit=config.limit)
+        ids = [i.id for i in loaded]
+        if len(ids) != len(set(ids)):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"dataset '{name}' has duplicate item id '{dup}'; ids must be unique")
+        items.extend(loaded)
+    return items
+
+
+def _thinking(config: RunConfig) -> bool | None:
+    return {"auto": None, "on": True, "off": False}[config.thinking]
+
+
+def _setup_log(out: Path) -> logging.Handler:
+    handler = logging.FileHandler(out / "userturn.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    return handler
+
+
+def run_probe(config: RunConfig, reporter: Reporter | None = None, runs_root: Path = Path("runs")) -> RunResult:
+    """Run the whole probe for ``config`` and write the outputs; returns the summary rows and samples."""
+    reporter = reporter or Reporter(quiet=True)
+    for name in config.perturbations:  # fail on a typo before loading any model
+        get_perturbation(name)
+    load_classifier(config.classifier)
+    items = load_run_items(config)
+    if not items:
+        raise ConfigError("no items to run: the dataset is empty or --limit is 0")
+    out, reused = choose_run_dir(config, runs_root)
+    _check_writable(out)
+    handler = _setup_log(out)
+    try:
+        return _run(config, items, out, reused, reporter)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter: Reporter) -> RunResult:
+    if reused:
+        reporter.info(f"resuming in {out} (same configuration); stored generations are reused")
+    meta = {"userturn_version": __version__, "fingerprint": config.fingerprint(),
+            "config": config.model_dump(mode="json"), "status": "running",
+            "started": _dt.datetime.now().isoformat(timespec="seconds")}
+    write_json(out / "run.json", meta)
+    try:
+        store = Store(out / "store.sqlite")
+    except StoreError:
+        raise
+    classifier = load_classifier(config.classifier)
+    thinking = _thinking(config)
+    chunk = config.batch_size if config.batch_size > 0 else 32
+    options = backend_options(config)
+
+    reporter.info(f"loading model {config.model} ({config.backend})")
+    assistant_backend: Backend = load_backend(config.backend, config.model, **options)
+    user_backend = assistant_backend
+    if config.user_model and config.user_model != config.model:
+        reporter.info(f"loading user model {config.user_model}")
+        user_backend = load_backend(config.backend, config.user_model, **options)
+    log.info("run %s: %d items, model %s, user model %s", out, len(items), config.model,
+             config.effective_user_model)
+
+    params = SamplingParams(temperature=config.assistant_temperature, top_p=config.top_p,
+                            max_tokens=config.assistant_max_new_tokens, seed=config.seed)
+    with reporter.stage("assistant", len([i for i in items if i.given_response is None])) as hook:
+        turns = run_assistant_stage(items, assistant_backend, store, params=params, thinking=thinking,
+                                    chunk_rows=chunk, progress=hook)
+    with reporter.stage("verify", len(turns)) as hook:
+        scored = run_verify_stage(turns)
+        hook(len(scored), 0)
+    contexts = build_contexts(scored, config.perturbations)
+    planned = len(contexts) * len(plan_samples(config.temperatures, config.samples))
+    with reporter.stage("user turn", planned, unit="turns") as hook:
+        user_turns = run_user_turn_stage(
+            contexts, user_backend, store, temperatures=config.temperatures, samples=config.samples,
+            top_p=config.top_p, max_new_tokens=config.user_max_new_tokens, run_seed=config.seed,
+            thinking=thinking, chunk_rows=chunk, progress=hook)
+    special = list(getattr(user_backend.tokenizer, "all_special_tokens", []) or [])
+    with reporter.stage("classify", len(user_turns), unit="turns") as hook:
+        labeled = run_classify_stage(user_turns, classifier, special)
+        hook(len(labeled), 0)
+    rows = summarize(labeled)
+    write_jsonl(out / "samples.jsonl", (lt.to_sample() for lt in labeled))
+    summary = {"userturn_version": __version__, "config": config.model_dump(mode="json"), "rows": rows,
+               "generated": store.inserted, "timing": reporter.timings}
+    write_json(out / "summary.json", summary)
+    meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
+                generated=store.inserted, samples=len(labeled))
+    write_json(out / "run.json", meta)
+    (out / "summary.md").write_text(markdown_table(rows) + "\n", encoding="utf-8")
+    log.info("run complete: %d samples, %d new generations", len(labeled), store.inserted)
+    generated = store.inserted
+    store.close()
+    if os.environ.get("USERTURN_KEEP_MODELS") != "1":
+        for backend in {id(assistant_backend): assistant_backend, id(user_backend): user_backend}.values():
+            backend.close()
+    return RunResult(out=out, rows=rows, labeled=labeled, generated=generated, timings=reporter.timings)
