@@ -33,5 +33,5 @@ def smol_backend():
     """The real embedded model on the transformers backend, loaded once per test session."""
     from userturn.backends import load_backend
 
-    backend = load_backend("transformers", "embedded", threads=2)
+    backend = load_backend("transformers", "embedded", threads=1)
     yield backend

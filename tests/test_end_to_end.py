@@ -21,7 +21,7 @@ SAMPLE_FIELDS = {"item_id", "dataset", "model", "temperature", "sample_index", "
                  "user_turn_prompt", "assistant_response", "correct", "user_turn", "finish_reason", "label"}
 SUMMARY_FIELDS = {"n", "follow_up_rate", "ci_low", "ci_high", "accuracy", "labels"}
 SMALL = ["--limit", "3", "--temperatures", "0,1.0", "--samples", "2", "--assistant-max-new-tokens", "40",
-         "--user-max-new-tokens", "20", "--threads", "2"]
+         "--user-max-new-tokens", "20", "--threads", "1"]
 
 
 def userturn(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
