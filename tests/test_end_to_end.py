@@ -105,8 +105,8 @@ def test_killed_run_resumes_without_regenerating_and_matches_an_uninterrupted_ru
 
 def test_default_out_resumes_the_earlier_run_of_the_same_configuration(tmp_path):
     first = json.loads(userturn("run", "--limit", "1", "--temperatures", "0", "--assistant-max-new-tokens", "8",
-                                "--user-max-new-tokens", "8", "--json", cwd=tmp_path).stdout)
+                                "--user-max-new-tokens", "8", "--threads", "1", "--json", cwd=tmp_path).stdout)
     second = json.loads(userturn("run", "--limit", "1", "--temperatures", "0", "--assistant-max-new-tokens", "8",
-                                 "--user-max-new-tokens", "8", "--json", cwd=tmp_path).stdout)
+                                 "--user-max-new-tokens", "8", "--threads", "1", "--json", cwd=tmp_path).stdout)
     assert first["generated"] == 2 and second["generated"] == 0
     assert len(list((tmp_path / "runs").iterdir())) == 1
