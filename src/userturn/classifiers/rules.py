@@ -52,11 +52,14 @@ _USER_HEADER = re.compile(
     re.IGNORECASE,
 )
 _USER_SPEAKER = re.compile(r"^\s*(?:user|human|me|question from user)\s*[:\n]\s*", re.IGNORECASE)
-_ASSISTANT_SPEAKER = re.compile(r"^\s*(?:assistant|ai|bot|model|chatbot|gpt|smollm\w*)\s*[:\n]", re.IGNORECASE)
+_ASSISTANT_SPEAKER = re.compile(r"^\s*(?:assistant|ai|bot|model|chatbot|gpt|smollm\w*)\s*[:\n]")
 _THINK_CLOSED = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<think(?:ing)?>|</think(?:ing)?>", re.IGNORECASE)
 
-_TOKEN = re.compile(r"[^\W\d_](?:\w|'(?=\w))*|\d+(?:\.\d+)?")
+# words (possessive 's dropped: "hawaii's" -> "hawaii"), numbers with decimals
+_TOKEN = re.compile(r"[^\W\d_](?:\w|'(?=\w)(?!s\b))*|\d+(?:\.\d+)?")
+_ASCII_WORD = re.compile(r"\b[a-z]{3,}\b")
+_NO_VOWEL_WORD = re.compile(r"\b[b-df-hj-np-tv-xz]{3,}\b")
 _WORDISH = re.compile(r"\w", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -95,36 +98,27 @@ _CONTEXT_DEPENDENT = re.compile(
     r"(?:step|tip|number|point|line|paragraph|example|option|item) ?#?\d+|#\d+|"
     r"what about|what if|how about|how come|why not|in other words|in practical terms|simpler words|both|either)\b|"
     r"^\s*(?:(?:can|could|would) you |please )?(?:add|rewrite|shorten|expand|rephrase|revise|change|edit|remove|"
-    r"make it|redo|continue|wrap it|explain)\b",
-    re.IGNORECASE,
-)
+    r"make it|redo|continue|wrap it|explain)\b")
 # Weaker hints of context: "why ...?", "also", "more", "an example" lean on the conversation but also
 # open plenty of self-contained questions.
 _CONTEXT_HINT = re.compile(
-    r"\b(?:why|how|also|too|then|still|really|else|other|more|example|explain|so)\b", re.IGNORECASE
-)
-_YES_NO_START = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please|no|nope|not really)\b", re.IGNORECASE)
-_ELLIPTICAL_START = re.compile(r"^\s*(?:and|so|but|what about|what if|how about|then|or|also|ok so|okay so)\b", re.I)
+    r"\b(?:why|how|also|too|then|still|really|else|other|more|example|explain|so)\b")
+_YES_NO_START = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please|no|nope|not really)\b")
+_ELLIPTICAL_START = re.compile(r"^\s*(?:and|so|but|what about|what if|how about|then|or|also|ok so|okay so)\b")
 _OBJECTION = re.compile(
     r"\b(?:wrong|incorrect|mistake|not right|not correct|doesn't work|does not work|didn't work|crash(?:es|ed)?|"
     r"error|shouldn't|should be|isn't it|aren't you|are you sure|i (?:got|thought|think|believe|don't get|"
     r"don't understand|do not understand|don't see|'m confused|am confused|'m not (?:sure|convinced)|am not sure|"
     r"'ve (?:read|seen|tried)|work|tried)|you forgot|you missed|you made|though|actually|but|however|"
-    r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?)\b",
-    re.IGNORECASE,
-)
+    r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?)\b")
 _ACK = re.compile(
     r"\b(?:thanks?|thank you|thx|ty|tysm|cheers|merci|gracias|danke|arigatou?|appreciate(?:d)?|"
     r"great|perfect|awesome|cool|nice|excellent|brilliant|lovely|wonderful|amazing|fantastic|neat|"
     r"ok(?:ay)?|alright|got it|gotcha|understood|makes sense|that helps|helpful|clear|correct|you're right|"
     r"good job|very good|sounds good|bye|goodbye|see you|hello|hi|hey|haha+|lol|wow|love it|i see|will do|sounds good|"
-    r"very informative|informative|interesting|love it|haha)\b",
-    re.IGNORECASE,
-)
+    r"very informative|informative|interesting|love it|haha)\b")
 _ACK_FILLER = re.compile(
-    r"\b(?:i'll|i will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$",
-    re.IGNORECASE,
-)
+    r"\b(?:i'll|i will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
 
 _META_THIRD_PERSON = re.compile(
     r"\bthe user(?:'s)?\s+(?:is|wants|wanted|asked|asks|has|had|requested|requests|seeks|needs|was|would|"
@@ -134,14 +128,10 @@ _META_THIRD_PERSON = re.compile(
     r"meets|gives|provides|contains|correctly|accurately|seems|looks|stays|uses|violates)\b|"
     r"\bthe (?:answer|solution) (?:is|was|looks|seems) (?:correct|incorrect|wrong|right|accurate|fine|good)\b|"
     r"\b(?:this|the) (?:conversation|exchange|dialogue|interaction)\b|\bnow i need to write\b|"
-    r"\bi (?:should|need to|will) (?:respond|reply|answer|write a user)\b",
-    re.IGNORECASE,
-)
+    r"\bi (?:should|need to|will) (?:respond|reply|answer|write a user)\b")
 _META_GRADE = re.compile(
     r"\[\[\s*\d+(?:\.\d+)?\s*\]\]|\b(?:score|rating|grade|verdict|overall)\s*[:=]\s*\[*\d|"
-    r"\b\d{1,2}(?:\.\d)?\s*/\s*10\b|\b(?:pass|fail)\.?\s*$",
-    re.IGNORECASE,
-)
+    r"\b\d{1,2}(?:\.\d)?\s*/\s*10\b|\b(?:pass|fail)\.?\s*$")
 
 _DRIFT_OFFER = re.compile(
     r"\bi hope (?:this|that|it|these) (?:helps|clarifies|answers|was helpful)|\blet me know if\b|"
@@ -151,31 +141,26 @@ _DRIFT_OFFER = re.compile(
     r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi apologi[sz]e\b|\bwould you like me to\b|"
     r"\b(?:do|if) you have any (?:other|more|further|additional)? ?questions\b|"
     r"\bhere(?: is|'s| are) (?:a|an|the|some|my|your|three|two|five|more|another|a revised|an updated|"
-    r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b",
-    re.IGNORECASE,
-)
-_DRIFT_OPENER = re.compile(r"^\s*(?:sure|certainly|of course|absolutely|great|alright)\s*[!.,:]", re.IGNORECASE)
+    r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b")
+_DRIFT_OPENER = re.compile(r"^\s*(?:sure|certainly|of course|absolutely|great|alright)\s*[!.,:]")
 _USER_REQUEST_AFTER_OPENER = re.compile(
-    r"\b(?:show me|tell me|give me|can you|could you|please|i'd like|i would like|i want|go ahead|let's see)\b",
-    re.IGNORECASE,
-)
+    r"\b(?:show me|tell me|give me|can you|could you|please|i'd like|i would like|i want|go ahead|let's see)\b")
 _DRIFT_SOLUTION = re.compile(
     r"^\s*(?:let'?s (?:break|solve|start|denote|calculate|compute|think|go through|work|begin|call|say|assume|"
     r"use|find|first|look|analy[sz]e)|let me (?:solve|explain|calculate|compute|walk|break|show|help|think|"
     r"check|try|start)|step 1\b|first,? (?:we|let's|i|you need)|to (?:solve|find|calculate|compute) (?:this|the)|"
-    r"therefore|thus|hence|so the (?:final )?answer|the (?:final )?answer is\b(?! (?:correct|incorrect|wrong|right)))",
-    re.IGNORECASE,
-)
+    r"therefore|thus|hence|so the (?:final )?answer|the (?:final )?answer is\b(?! (?:correct|incorrect|wrong|right)))")
 _DRIFT_ANSWER_MARK = re.compile(
     r"\\boxed|####|\bthe (?:final )?answer is\b(?! (?:correct|incorrect|wrong|right))|"
     r"\b(?:step \d+\s*:)|\bwe (?:have|get|need|can|know|find|see|obtain)\b|^```|^\s*answer\s*:",
-    re.IGNORECASE | re.MULTILINE,
+    re.MULTILINE,
 )
-_QA_PAIR = re.compile(r"^\s*(?:question|q)\s*:.*\n\s*(?:answer|a)\s*:", re.IGNORECASE | re.DOTALL)
+_QA_PAIR = re.compile(r"^\s*(?:question|q)\s*:.*\n\s*(?:answer|a)\s*:", re.DOTALL)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+\S", re.MULTILINE)
 _INLINE_LIST = re.compile(r"(?:^|\s)\d+[.)]\s+\S.*?(?:^|\s)\d+[.)]\s+\S", re.DOTALL)
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A deliberately crude stemmer: suffixes off, then the first six letters.
 
@@ -193,12 +178,11 @@ def _stem(word: str) -> str:
     return word[:6]
 
 
-_SYNONYMS = re.compile(r"square root|\\?sqrt|√", re.IGNORECASE)
+_SYNONYMS = re.compile(r"square root|\\?sqrt|√")
 
 
 def _tokens(text: str) -> list[str]:
-    text = _SYNONYMS.sub(" sqrt ", text)
-    return [t.lower().removesuffix("'s").removesuffix("’s") for t in _TOKEN.findall(text)]
+    return _TOKEN.findall(_SYNONYMS.sub(" sqrt ", text.lower()))
 
 
 _REQUEST_STEMS = frozenset(_stem(v) for v in _REQUEST_VERBS)
@@ -272,9 +256,11 @@ def _degenerate(text: str, tokens: Sequence[str]) -> Label | None:
         distinct = len(set(tokens)) / len(tokens)
         if distinct < 0.34:
             return _label("empty", "repetition_loop", 0.9, distinct_token_ratio=round(distinct, 3))
-    alpha = [t for t in tokens if t.isascii() and t.isalpha() and len(t) >= 3]
-    if len(alpha) >= 5 and sum(1 for t in alpha if not any(v in t for v in "aeiouy")) / len(alpha) >= 0.3:
-        return _label("empty", "gibberish", 0.6)
+    if len(tokens) >= 5:
+        lowered = text.lower()
+        alpha = len(_ASCII_WORD.findall(lowered))
+        if alpha >= 5 and len(_NO_VOWEL_WORD.findall(lowered)) / alpha >= 0.3:
+            return _label("empty", "gibberish", 0.6)
     return None
 
 
@@ -311,11 +297,9 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
 
 _LEAD_IN = re.compile(
     r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it)"
-    r"[\s,!.]*)+", re.IGNORECASE,
-)
+    r"[\s,!.]*)+")
 _REQUEST_ANYWHERE = re.compile(
-    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need)\b", re.IGNORECASE
-)
+    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need)\b")
 
 
 def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
@@ -332,11 +316,11 @@ def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
 _PROPER_NOUN = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
 _MODIFIER = re.compile(
     r"\b(?:another|instead|again|different|other|same|too|also|what if|what about|why|you said|your|"
-    r"shorter|longer|simpler|more)\b", re.IGNORECASE,
-)
+    r"shorter|longer|simpler|more)\b")
 
 
-def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, text: str) -> Label | None:
+def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, text: str,
+                 original: str) -> Label | None:
     """``restatement`` when the turn's content words are (nearly) the query's; None otherwise.
 
     Swapping values (another number, another shape) is not a restatement: see ``_ask_or_object``.
@@ -363,7 +347,7 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
         # same frame, different values ("octagon" for "hexagon", "Hamlet" for "Romeo and Juliet", new
         # numbers): a sibling question, decided in _ask_or_object
         new_number = any(w[0].isdigit() for w in added)
-        new_name = any(_stem(w.lower()) in added for w in _PROPER_NOUN.findall(text))
+        new_name = any(_stem(w.lower()) in added for w in _PROPER_NOUN.findall(original))
         swap = len(added) == 1 and len(dropped) == 1 and len(ctx.query_content) <= 6
         if new_number or new_name or swap:
             return None
@@ -503,6 +487,7 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     degenerate = _degenerate(text, tokens)
     if degenerate:
         return degenerate
+    original, text = text, text.lower()  # every pattern below is lowercase: much faster than IGNORECASE
     has_question = "?" in text
     meta = _meta(text, has_question)
     if meta:
@@ -512,7 +497,7 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     if drift:
         return drift
     content = _content(tokens)
-    restated = _restatement(tokens, content, ctx, text)
+    restated = _restatement(tokens, content, ctx, text, original)
     if restated:
         return restated
     asks = _is_question_or_request(text, tokens)
