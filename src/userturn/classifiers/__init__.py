@@ -44,7 +44,10 @@ class Classifier(Protocol):
 
 ClassifierFactory = Callable[..., Classifier]
 _FACTORIES: dict[str, ClassifierFactory] = {}
-_BUILTIN_MODULES: dict[str, str] = {"rules": "userturn.classifiers.rules"}
+_BUILTIN_MODULES: dict[str, str] = {
+    "rules": "userturn.classifiers.rules",
+    "judge": "userturn.classifiers.judge",
+}
 
 
 def register_classifier(name: str) -> Callable[[ClassifierFactory], ClassifierFactory]:

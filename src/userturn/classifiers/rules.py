@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from userturn.classifiers import ClassifyInput, register_classifier
+from userturn.errors import ConfigError
 from userturn.records import Label
 
 UNCERTAIN_BELOW = 0.7
@@ -520,7 +521,10 @@ class RulesClassifier:
 
 
 @register_classifier("rules")
-def make_rules_classifier() -> RulesClassifier:
+def make_rules_classifier(**options: object) -> RulesClassifier:
+    """The rules classifier; it takes no options (any given is a configuration mistake)."""
+    if options:
+        raise ConfigError(f"the rules classifier takes no options, got: {', '.join(sorted(options))}")
     return RulesClassifier()
 
 

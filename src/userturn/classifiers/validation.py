@@ -54,7 +54,7 @@ def _check(gold: Sequence[str], predicted: Sequence[str]) -> None:
 def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float:
     """Share of positions where the labels agree; 0.0 for empty input."""
     _check(gold, predicted)
-    return sum(g == p for g, p in zip(gold, predicted)) / len(gold) if gold else 0.0
+    return sum(g == p for g, p in zip(gold, predicted, strict=True)) / len(gold) if gold else 0.0
 
 
 def per_label_scores(gold: Sequence[str], predicted: Sequence[str],
@@ -68,7 +68,7 @@ def per_label_scores(gold: Sequence[str], predicted: Sequence[str],
     _check(gold, predicted)
     scores: dict[str, LabelScores] = {}
     for label in labels:
-        tp = sum(1 for g, p in zip(gold, predicted) if g == label and p == label)
+        tp = sum(1 for g, p in zip(gold, predicted, strict=True) if g == label and p == label)
         n_pred = sum(1 for p in predicted if p == label)
         n_gold = sum(1 for g in gold if g == label)
         precision = tp / n_pred if n_pred else 0.0
@@ -108,7 +108,7 @@ def confusion_matrix(gold: Sequence[str], predicted: Sequence[str],
     order = list(labels) + sorted({*gold, *predicted} - set(labels))
     index = {label: i for i, label in enumerate(order)}
     matrix = [[0] * len(order) for _ in order]
-    for g, p in zip(gold, predicted):
+    for g, p in zip(gold, predicted, strict=True):
         matrix[index[g]][index[p]] += 1
     return tuple(order), tuple(tuple(row) for row in matrix)
 
@@ -146,6 +146,6 @@ def format_report(report: AgreementReport, title: str = "") -> str:
     short = [label[:6] for label in report.labels]
     lines.append("confusion (rows = gold, columns = predicted)")
     lines.append(" " * width + "  " + " ".join(f"{s:>6}" for s in short))
-    for label, row in zip(report.labels, report.confusion):
+    for label, row in zip(report.labels, report.confusion, strict=True):
         lines.append(f"{label:<{width}}  " + " ".join(f"{c:>6d}" for c in row))
     return "\n".join(lines)

@@ -25,6 +25,7 @@ app = typer.Typer(
 
 COMMAND_MODULES = [
     "userturn.cli.run_command",
+    "userturn.cli.classify_command",
 ]
 
 
