@@ -112,14 +112,15 @@ def test_judge_smoke_with_embedded_model(embedded_backend):
     rows = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()][:5]
     inputs = [ClassifyInput(r["query"], r["response"], r["user_turn"]) for r in rows]
     cache = DictCache()
-    judge = JudgeClassifier(embedded_backend, retries=1, max_tokens=40, store=cache)
+    judge = JudgeClassifier(embedded_backend, retries=1, max_tokens=32, store=cache)
     labels = judge.classify(inputs)
+    print("embedded judge:", [(r["label"], result.label) for r, result in zip(rows, labels, strict=True)])
     assert len(labels) == 5
     for result in labels:
         # a 135M model is a weak judge: any known label or an explicit judge_error, never a silent default
         assert result.label in (*LABELS, JUDGE_ERROR)
         assert result.details["prompt_hash"] == PROMPT_HASH
-        assert result.details["judge_model"] == "embedded"
+        assert result.details["judge_model"] == embedded_backend.identity.name
         assert isinstance(result.details["raw_output"], str)
         assert 1 <= result.details["attempts"] <= 2
         assert (result.label == JUDGE_ERROR) == bool(result.details.get("judge_error"))
