@@ -79,23 +79,6 @@ def test_judge_spec_names_backend_and_model():
     assert parse_judge_spec("C:/weird/path") == ("transformers", "C:/weird/path")
 
 
-class DictCache:
-    """A store stand-in with the Store's get_many/put_many interface, in memory."""
-
-    def __init__(self) -> None:
-        self.rows: dict = {}
-
-    def get_many(self, keys):
-        return {k: self.rows[k][2] for k in keys if k in self.rows}
-
-    def put_many(self, entries):
-        new = 0
-        for key, stage, request, completion in entries:
-            new += key not in self.rows
-            self.rows[key] = (stage, request, completion)
-        return new
-
-
 @pytest.fixture(scope="session")
 def embedded_backend():
     from userturn.backends import load_backend
@@ -106,12 +89,13 @@ def embedded_backend():
 
 
 @pytest.mark.slow
-def test_judge_smoke_with_embedded_model(embedded_backend):
+def test_judge_smoke_with_embedded_model(embedded_backend, tmp_path):
     from userturn.classifiers.judge import JudgeClassifier
+    from userturn.store import Store
 
     rows = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines()][:5]
     inputs = [ClassifyInput(r["query"], r["response"], r["user_turn"]) for r in rows]
-    cache = DictCache()
+    cache = Store(tmp_path / "store.sqlite")
     judge = JudgeClassifier(embedded_backend, retries=1, max_tokens=32, store=cache)
     labels = judge.classify(inputs)
     print("embedded judge:", [(r["label"], result.label) for r, result in zip(rows, labels, strict=True)])
@@ -124,11 +108,11 @@ def test_judge_smoke_with_embedded_model(embedded_backend):
         assert isinstance(result.details["raw_output"], str)
         assert 1 <= result.details["attempts"] <= 2
         assert (result.label == JUDGE_ERROR) == bool(result.details.get("judge_error"))
-    assert cache.rows and all(stage == "judge" for stage, _, _ in cache.rows.values())
-    stored = len(cache.rows)
+    stored = cache.count("judge")
+    assert stored >= 5
     again = judge.classify(inputs)  # served from the cache: same labels, nothing new stored
     assert [r.label for r in again] == [r.label for r in labels]
-    assert len(cache.rows) == stored
+    assert cache.count("judge") == stored and cache.count() == stored
 
     ensemble = EnsembleClassifier([judge], only_uncertain=True)
     mixed = ensemble.classify(inputs)

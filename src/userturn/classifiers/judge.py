@@ -25,6 +25,7 @@ from userturn.classifiers import Classifier, ClassifyInput, register_classifier
 from userturn.classifiers.rules import UNCERTAIN_BELOW, RulesClassifier
 from userturn.errors import ConfigError
 from userturn.records import LABELS, Completion, GenerationRequest, Label, Message, SamplingParams
+from userturn.store import generation_key
 
 JUDGE_ERROR = "judge_error"
 """The label of a turn the judge could not label; never one of ``records.LABELS``."""
@@ -112,12 +113,6 @@ class GenerationCache(Protocol):
     def put_many(self, entries: Any) -> int: ...
 
 
-def _cache_key(request: dict[str, Any]) -> str:
-    # Same canonical form as userturn.store.generation_key, so judge generations share the run store.
-    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
 class JudgeClassifier:
     """An LLM judge over any loaded backend.
 
@@ -158,7 +153,7 @@ class JudgeClassifier:
     def _generate(self, prompts: list[str]) -> list[str]:
         requests = [{"stage": "judge", "model": self._identity_key, "prompt": p, "params": self.params.key(),
                      "seed": 0, "sample_index": 0} for p in prompts]
-        keys = [_cache_key(r) for r in requests]
+        keys = [generation_key(r) for r in requests]
         cached = self.store.get_many(keys) if self.store is not None else {}
         todo = [i for i, k in enumerate(keys) if k not in cached]
         if todo:

@@ -63,7 +63,7 @@ def read_turns(path: Path, *, gold: bool = False) -> list[dict[str, Any]]:
 
 
 def build_classifier(classifier: str, judge: str | None, judges: str | None, only_uncertain: bool,
-                     retries: int = 1) -> Classifier:
+                     retries: int = 1, store: Path | None = None) -> Classifier:
     """The classifier the flags ask for: rules, one judge, or rules + judges (ensemble)."""
     models = [m.strip() for m in judges.split(",")] if judges else []
     if judge:
@@ -80,7 +80,12 @@ def build_classifier(classifier: str, judge: str | None, judges: str | None, onl
         return load_classifier("rules")
     from userturn.classifiers.judge import EnsembleClassifier
 
-    built = [load_classifier("judge", model=m, retries=retries) for m in models]
+    cache = None
+    if store is not None:
+        from userturn.store import Store
+
+        cache = Store(store)
+    built = [load_classifier("judge", model=m, retries=retries, store=cache) for m in models]
     if classifier == "judge" and len(built) == 1 and not only_uncertain:
         return built[0]
     return EnsembleClassifier(built, only_uncertain=only_uncertain)
@@ -109,10 +114,12 @@ def classify_command(
     judge_only_uncertain: bool = typer.Option(False, "--judge-only-uncertain",
                                               help="Send only turns the rules label with low confidence to the judges."),
     retries: int = typer.Option(1, "--judge-retries", min=0, help="Extra judge attempts for unparseable replies."),
+    store: Path | None = typer.Option(None, "--store", help="SQLite store that caches judge generations "
+                                      "(e.g. a run's store file); reruns regenerate nothing."),
 ) -> None:
     """Label any JSONL of (query, response, user_turn) without running a probe."""
     rows = read_turns(input)
-    chosen = build_classifier(classifier, judge, judges, judge_only_uncertain, retries)
+    chosen = build_classifier(classifier, judge, judges, judge_only_uncertain, retries, store)
     labels = chosen.classify(_inputs(rows))
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:
@@ -139,6 +146,8 @@ def validate_classifier_command(
     disagreements: Path | None = typer.Option(None, "--disagreements",
                                               help="Write the gold lines the classifier got wrong to this JSONL."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N gold lines of the split."),
+    store: Path | None = typer.Option(None, "--store", help="SQLite store that caches judge generations "
+                                      "(e.g. a run's store file); reruns regenerate nothing."),
 ) -> None:
     """Print accuracy, macro-F1, Cohen's kappa, per-label precision/recall and the confusion matrix."""
     if split not in _SPLITS:
@@ -150,7 +159,7 @@ def validate_classifier_command(
         rows = rows[:limit]
     if not rows:
         raise DataError(f"no gold lines in split '{split}'", path=str(gold))
-    chosen = build_classifier(classifier, judge, judges, judge_only_uncertain)
+    chosen = build_classifier(classifier, judge, judges, judge_only_uncertain, store=store)
     labels = chosen.classify(_inputs(rows))
     report = agreement_report([r["label"] for r in rows], [label.label for label in labels])
     name = getattr(chosen, "name", classifier)
