@@ -60,7 +60,7 @@ def test_run_writes_samples_and_summary_with_the_documented_fields(reference_run
     for row in summary["rows"]:
         assert SUMMARY_FIELDS <= set(row)
         assert row["ci_low"] <= row["follow_up_rate"] <= row["ci_high"]
-        assert sum(row["labels"].values()) == row["n"]
+        assert sum(row["labels"].values()) == row["n"] + row["unlabeled"]
     greedy = [r for r in summary["rows"] if r["temperature"] == 0.0][0]
     assert greedy["n"] == 3
 

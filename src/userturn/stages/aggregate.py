@@ -15,7 +15,9 @@ GROUP_KEYS = ("model", "user_model", "dataset", "perturbation", "temperature")
 def summarize(labeled: Sequence[LabeledTurn]) -> list[dict[str, Any]]:
     """One row per model × user model × dataset × perturbation × temperature.
 
-    ``accuracy`` is the share of correct assistant responses among the group's *items* whose
+    ``n`` counts the turns with one of the seven labels; turns a judge failed to label are
+    reported as ``unlabeled`` and left out of the rate. ``accuracy`` is the share of correct
+    assistant responses among the group's *items* whose
     verifier gave a verdict (``None`` when no item has one); ``accuracy_n`` counts those items.
     """
     groups: dict[tuple, list[LabeledTurn]] = {}
@@ -25,7 +27,9 @@ def summarize(labeled: Sequence[LabeledTurn]) -> list[dict[str, Any]]:
     rows = []
     for key, members in groups.items():
         labels = Counter(m.label.label for m in members)
-        n = len(members)
+        # A judge that failed gives no label: such turns are counted, but not in the rate's denominator.
+        failed = sum(v for k, v in labels.items() if k not in LABELS)
+        n = len(members) - failed
         follow = labels.get("follow_up", 0)
         low, high = wilson_interval(follow, n)
         verdicts = {m.user_turn.context.scored.turn.item.id: m.user_turn.context.scored.verdict.correct
@@ -34,6 +38,7 @@ def summarize(labeled: Sequence[LabeledTurn]) -> list[dict[str, Any]]:
         rows.append({
             **dict(zip(GROUP_KEYS, key, strict=True)),
             "n": n,
+            "unlabeled": failed,
             "items": len(verdicts),
             "follow_up": follow,
             "follow_up_rate": follow / n if n else 0.0,
