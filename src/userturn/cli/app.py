@@ -26,6 +26,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "userturn.cli.run_command",
     "userturn.cli.classify_command",
+    "userturn.cli.report_command",
 ]
 
 
