@@ -7,7 +7,14 @@ import json
 import pytest
 from synthetic_run import write_run
 
+import userturn.cli.app as cli
 from userturn.cli.app import main
+
+
+@pytest.fixture(autouse=True)
+def report_commands_only(monkeypatch):
+    # Exercise these commands through the real error boundary without depending on other command modules.
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["userturn.cli.report_command"])
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:

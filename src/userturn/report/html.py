@@ -118,7 +118,7 @@ def viewer_data(runs: Sequence[RunData]) -> dict[str, Any]:
                 "p": strings.add(_text(sample["user_turn_prompt"])),
             }
             if sample["seed"] is not None:
-                turn["sd"] = sample["seed"]
+                turn["sd"] = str(sample["seed"])  # seeds can exceed 2**53, the largest exact JS integer
             if sample["finish_reason"] is not None:
                 turn["f"] = values["finish"].add(_text(sample["finish_reason"]))
             turns.append((key, turn))
@@ -178,6 +178,7 @@ def render_report(runs: Sequence[RunData], tables: Sequence[Table], plot_files: 
     """
     title = title or "userturn report: " + ", ".join(run.name for run in runs)
     css, script = _asset("viewer.css"), _asset("viewer.js")
+    # Built from constants and base64 hashes only, so it goes into the attribute unescaped.
     csp = (f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(css)}; img-src data:; "
            "base-uri 'none'; form-action 'none'")
     chosen: dict[str, Path] = {}
