@@ -6,23 +6,23 @@ import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
+from userturn import stats
+
 
 def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion.
+    """:func:`userturn.stats.wilson_interval` at a confidence level, for counts rebuilt from rates.
 
     Args:
-        successes: number of successes (clipped to ``[0, n]``).
+        successes: number of successes; rounded to an integer and clipped to ``[0, n]`` (``accuracy * n``
+            is a float that should be a count).
         n: number of trials; ``n <= 0`` gives the uninformative interval ``(0.0, 1.0)``.
         confidence: two-sided level in (0, 1).
     """
-    if n <= 0:
+    trials = int(round(n))
+    if trials <= 0:
         return 0.0, 1.0
-    p = min(max(successes / n, 0.0), 1.0)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    count = min(max(int(round(successes)), 0), trials)
+    return stats.wilson_interval(count, trials, z=NormalDist().inv_cdf(0.5 + confidence / 2))
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
