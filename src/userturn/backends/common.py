@@ -64,14 +64,33 @@ def as_list(value: str | Sequence[str] | None) -> list[str]:
     return [str(v) for v in value if str(v)]
 
 
-def reject_unknown(backend: str, options: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Raise :class:`ConfigError` naming the options that ``backend`` does not take."""
-    unknown = sorted(set(options) - set(known))
+def reject_unknown(what: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise :class:`ConfigError` naming the keys of ``given`` that ``what`` does not take."""
+    unknown = sorted(set(given) - set(known))
     if unknown:
         raise ConfigError(
-            f"the {backend} backend does not take option(s): {', '.join(unknown)} "
-            f"(it takes: {', '.join(sorted(known))})"
+            f"{what} does not take option(s): {', '.join(unknown)} (it takes: {', '.join(sorted(known))})"
         )
+
+
+def route_engine_args(options: Mapping[str, Any], named: Iterable[str]) -> dict[str, Any]:
+    """Split keyword options into the backend's own and the engine's (``engine_args``).
+
+    ``userturn run --engine-arg key=value`` hands every pair to the backend as a keyword option. Keys the
+    backend names (``tensor_parallel_size``, ``base_url``...) stay options; every other key joins
+    ``engine_args`` and goes to the engine (``vllm.LLM``, ``llama_cpp.Llama``, the request body). Pairs in an
+    explicit ``engine_args`` list/dict that name an option are moved to it; an option given by name wins.
+    """
+    names = set(named) - {"engine_args"}
+    routed = {k: v for k, v in options.items() if k in names}
+    engine = parse_engine_args(options.get("engine_args"))
+    for key, value in options.items():
+        if key not in names and key != "engine_args":
+            engine[key] = value
+    for key in [k for k in engine if k in names]:
+        routed.setdefault(key, engine.pop(key))
+    routed["engine_args"] = engine
+    return routed
 
 
 def load_render_tokenizer(model: str, tokenizer: str | None = None, *,
@@ -83,7 +102,7 @@ def load_render_tokenizer(model: str, tokenizer: str | None = None, *,
             resolved as for the transformers backend, so the same model renders the same bytes whichever
             backend runs it.
         tokenizer: a different tokenizer source (folder, ``.gguf`` file or hub id) when ``model`` is a
-            name only the server knows (``--tokenizer``); None uses ``model``.
+            name only the server knows (``--engine-arg tokenizer=...``); None uses ``model``.
         trust_remote_code: passed to ``AutoTokenizer``.
 
     Raises:

@@ -10,18 +10,21 @@ tokenizer userturn renders with, special tokens kept, so texts compare byte for 
 Samples run one after another; llama.cpp keeps the KV cache of the longest common prefix between
 calls, so the ``n`` samples (and every temperature) of one prompt pay for its prefill once.
 
-Options (keyword arguments of ``load_backend("llamacpp", model, ...)``; ``userturn run`` flags in brackets):
+Options (keyword arguments of ``load_backend("llamacpp", model, ...)``; ``userturn run`` flags in brackets,
+anything else as ``--engine-arg key=value``):
     n_ctx: context length in tokens, prompt plus completion (default 4096; 0 = the model's training length).
     threads (``--threads``): CPU threads (default: ``$USERTURN_THREADS``, else all cores).
     n_batch: prompt tokens evaluated per step (default 512).
-    tokenizer (``--tokenizer``): the rendering tokenizer; default the model's own (the converted folder for
+    tokenizer (``--engine-arg tokenizer=...``): the rendering tokenizer; default the model's own (the converted folder for
         ``embedded``, the GGUF's tokenizer for a ``.gguf`` file).
-    engine_args (``--engine-arg key=value``, repeatable): any other ``llama_cpp.Llama`` keyword, e.g.
-        ``n_gpu_layers=-1`` or ``flash_attn=true``.
+    engine_args: any other ``llama_cpp.Llama`` keyword, e.g. ``n_gpu_layers=-1`` or ``flash_attn=true``;
+        ``--engine-arg key=value`` pairs that are not one of the options above land here, and a key
+        ``Llama`` does not take is a ConfigError.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +38,7 @@ from userturn.backends.common import (
     load_render_tokenizer,
     parse_engine_args,
     reject_unknown,
+    route_engine_args,
     single_gguf,
 )
 from userturn.errors import BackendError, ConfigError, ModelError
@@ -84,7 +88,10 @@ class LlamaCppBackend:
         threads = threads or int(os.environ.get("USERTURN_THREADS", "0") or 0) or (os.cpu_count() or 1)
         kwargs: dict[str, Any] = {"model_path": str(path), "n_ctx": int(n_ctx), "n_threads": int(threads),
                                   "n_threads_batch": int(threads), "n_batch": int(n_batch), "verbose": False}
-        kwargs.update(parse_engine_args(engine_args))
+        extra = parse_engine_args(engine_args)
+        known = set(inspect.signature(llama_cpp.Llama.__init__).parameters) - {"self", "kwargs", "args"}
+        reject_unknown("llama_cpp.Llama (--engine-arg)", extra, known)
+        kwargs.update(extra)
         try:
             self.llm = llama_cpp.Llama(**kwargs)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -155,5 +162,5 @@ OPTIONS = {"n_ctx", "threads", "n_batch", "tokenizer", "engine_args"}
 
 @register_backend("llamacpp")
 def _factory(model: str, **options: Any) -> LlamaCppBackend:
-    reject_unknown("llamacpp", options, OPTIONS)
+    options = route_engine_args(options, OPTIONS)
     return LlamaCppBackend(model, **options)

@@ -5,10 +5,11 @@ verbatim as ``prompt``: chat endpoints always open an *assistant* turn, so they 
 for the next *user* turn. :class:`ChatClient` wraps ``/v1/chat/completions`` for the LLM judge,
 where an assistant answer is what is wanted.
 
-Options (keyword arguments of ``load_backend("openai", model, ...)``; ``userturn run`` flags in brackets):
+Options (keyword arguments of ``load_backend("openai", model, ...)``; ``userturn run`` flags in brackets,
+anything else as ``--engine-arg key=value``):
     base_url (``--base-url``, repeatable): one URL or a list, each ending in ``/v1``; requests are spread
         over them round-robin and a retry goes to the next one. Default ``http://127.0.0.1:8000/v1``.
-    tokenizer (``--tokenizer``): where the rendering tokenizer comes from when ``model`` is a name only
+    tokenizer (``--engine-arg tokenizer=...``): where the rendering tokenizer comes from when ``model`` is a name only
         the server knows (folder, ``.gguf`` file, hub id, ``embedded``). Default: ``model`` itself.
     api_key_env: the environment variable holding the API key. Default: ``USERTURN_API_KEY``, then
         ``OPENAI_API_KEY``. The key is only ever sent in the ``Authorization`` header, never logged.
@@ -20,8 +21,9 @@ Options (keyword arguments of ``load_backend("openai", model, ...)``; ``userturn
     n_per_request: ask for all ``n`` samples of a prompt in one request (``n`` and ``seed``), as vLLM serve
         and SGLang support. Off by default: one request per sample with seed ``seed + i``, which is the
         backend contract on every server (vLLM's own ``n`` uses ``seed + i`` too, so both agree there).
-    engine_args (``--engine-arg key=value``, repeatable): extra JSON fields for every request body, e.g.
-        ``top_k=20``; ``key=none`` removes a field userturn sends by default.
+    engine_args: extra JSON fields for every request body, e.g. ``top_k=20``; ``key=none`` removes a field
+        userturn sends by default. ``--engine-arg key=value`` pairs that are not one of these options
+        land here (``--engine-arg concurrency=32`` is the option, ``--engine-arg top_k=20`` a body field).
     revision: the weights revision recorded in the store key (a server cannot report it); default ``served``.
     trust_remote_code: passed to the tokenizer.
 
@@ -47,7 +49,7 @@ from userturn.backends.common import (
     cut_at_markers,
     load_render_tokenizer,
     parse_engine_args,
-    reject_unknown,
+    route_engine_args,
     stop_strings,
 )
 from userturn.errors import BackendError, ConfigError
@@ -503,5 +505,5 @@ OPTIONS = {"base_url", "tokenizer", "api_key_env", "concurrency", "timeout", "ma
 
 @register_backend("openai")
 def _factory(model: str, **options: Any) -> OpenAIBackend:
-    reject_unknown("openai", options, OPTIONS)
+    options = route_engine_args(options, OPTIONS)
     return OpenAIBackend(model, **options)

@@ -5,27 +5,28 @@ encoded without special tokens, so vLLM never adds a second BOS. All ``n`` sampl
 one request (vLLM seeds sample ``i`` with ``seed + i``, the backend contract), and automatic prefix
 caching is on, so every temperature and sample of one context shares its prefill.
 
-Options (keyword arguments of ``load_backend("vllm", model, ...)``; ``userturn run`` flags in brackets):
-    tensor_parallel_size (``--tensor-parallel-size``): GPUs per model replica that split each layer (default 1).
-    pipeline_parallel_size (``--pipeline-parallel-size``): stages that split the layers (default 1); with
+Options (keyword arguments of ``load_backend("vllm", model, ...)``; from ``userturn run`` as
+``--engine-arg key=value``, with the flags that exist named in brackets):
+    tensor_parallel_size: GPUs per model replica that split each layer (default 1).
+    pipeline_parallel_size: stages that split the layers (default 1); with
         ``distributed_executor_backend="ray"`` they may sit on different nodes.
-    data_parallel_size (``--data-parallel-size``): replicas. vLLM's offline engine cannot run replicas in one
+    data_parallel_size: replicas. vLLM's offline engine cannot run replicas in one
         process (vLLM itself refuses ``LLM(data_parallel_size>1)``), so values above 1 raise a ConfigError that
         says to serve with ``vllm serve --data-parallel-size N`` and use ``--backend openai``, which spreads
         requests over the replicas (docs/backends/vllm.md). Only ``external_launcher`` (torchrun) passes.
-    gpu_memory_utilization (``--gpu-memory-utilization``): share of each GPU vLLM may take (default 0.9).
-    max_model_len (``--max-model-len``): context length to reserve KV cache for (default: the model's).
+    gpu_memory_utilization: share of each GPU vLLM may take (default 0.9).
+    max_model_len: context length to reserve KV cache for (default: the model's).
     dtype: ``auto`` (default), ``bfloat16``, ``float16``, ``float32``.
-    lora (``--lora``): a PEFT LoRA adapter folder applied to every request.
+    lora: a PEFT LoRA adapter folder applied to every request.
     max_lora_rank: default: the adapter's ``r`` (from ``adapter_config.json``).
     distributed_executor_backend: ``mp`` (one node), ``ray`` (several nodes; start the Ray cluster first),
         ``external_launcher`` (torchrun).
-    tokenizer (``--tokenizer``): the rendering tokenizer when it is not the model's own.
+    tokenizer (``--engine-arg tokenizer=...``): the rendering tokenizer when it is not the model's own.
     chunk_size: prompts per ``LLM.generate`` call; progress is reported after each (default 512).
     trust_remote_code: allow the model repository's own code.
-    engine_args (``--engine-arg key=value``, repeatable): any other ``vllm.LLM`` / ``EngineArgs`` keyword
-        (``enforce_eager=true``, ``max_num_seqs=256``, ``quantization=fp8``, ``kv_cache_dtype=fp8``...);
-        they override the options above.
+    engine_args: any other ``vllm.LLM`` / ``EngineArgs`` keyword (``enforce_eager=true``,
+        ``max_num_seqs=256``, ``quantization=fp8``, ``kv_cache_dtype=fp8``...). ``userturn run`` passes every
+        ``--engine-arg key=value`` as a keyword option: keys named above are the options, all others land here.
 
 ``enable_thinking`` is a rendering choice, not an engine one: userturn's ``--thinking`` flag passes it to
 the chat template before the prompt reaches vLLM.
@@ -44,7 +45,7 @@ from userturn.backends.common import (
     finish_completion,
     load_render_tokenizer,
     parse_engine_args,
-    reject_unknown,
+    route_engine_args,
 )
 from userturn.errors import BackendError, ConfigError, ModelError
 from userturn.models import _local_revision
@@ -264,5 +265,5 @@ OPTIONS = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size
 
 @register_backend("vllm")
 def _factory(model: str, **options: Any) -> VLLMBackend:
-    reject_unknown("vllm", options, OPTIONS)
+    options = route_engine_args(options, OPTIONS)
     return VLLMBackend(model, **options)
