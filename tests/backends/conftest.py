@@ -20,6 +20,10 @@ import pytest
 
 from userturn.records import Message
 
+# ggml's worker threads spin while they wait for each other, so on a busy CI box more threads than free
+# cores makes llama.cpp many times slower; one thread is the safe default for tests.
+LLAMA_THREADS = os.environ.get("USERTURN_TEST_LLAMA_THREADS", "1")
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -46,10 +50,10 @@ class LlamaServer:
         import httpx
 
         log = self.log_path.open("ab")
-        threads = os.environ.get("USERTURN_THREADS", "2")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", "embedded",
-             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "4096", "--n_threads", threads,
+             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "4096",
+             "--n_threads", LLAMA_THREADS, "--n_threads_batch", LLAMA_THREADS,
              "--verbose", "false"],
             stdout=log, stderr=subprocess.STDOUT,
         )
@@ -68,9 +72,13 @@ class LlamaServer:
         self.stop()
         raise RuntimeError(f"llama_cpp.server did not answer within {timeout:.0f} s")
 
-    def stop(self) -> None:
+    def stop(self, hard: bool = False) -> None:
+        """Terminate the server (SIGKILL when ``hard``: in-flight requests then fail mid-answer)."""
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+            if hard:
+                self.process.kill()
+            else:
+                self.process.terminate()
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -104,7 +112,7 @@ def llamacpp_backend() -> Iterator[Any]:
     needs_llama_cpp()
     from userturn.backends import load_backend
 
-    backend = load_backend("llamacpp", "embedded", threads=int(os.environ.get("USERTURN_THREADS", "2")))
+    backend = load_backend("llamacpp", "embedded", threads=int(LLAMA_THREADS))
     try:
         yield backend
     finally:

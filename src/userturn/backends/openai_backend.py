@@ -39,7 +39,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from userturn.backends import register_backend
@@ -327,7 +327,7 @@ class OpenAIHttp:
             pending: dict[Future, int] = {pool.submit(job, i): i for i, job in enumerate(jobs)}
             try:
                 while pending:
-                    done, _ = wait(list(pending), return_when=FIRST_EXCEPTION)
+                    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                     for future in done:
                         index = pending.pop(future)
                         on_done(index, future.result())
