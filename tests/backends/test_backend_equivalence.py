@@ -20,12 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def transformers_backend():
-    backend = load_backend("transformers", "embedded", device="cpu")
-    try:
-        yield backend
-    finally:
-        backend.close()
+def transformers_backend(smol_backend):
+    return smol_backend
 
 
 def rendered(tokenizer, contexts):
