@@ -87,6 +87,8 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
     if config.backend == "transformers":
         options.update(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                        threads=config.threads, trust_remote_code=config.trust_remote_code)
+    elif config.backend == "llamacpp" and config.threads:
+        options.update(threads=config.threads)
     options.update(config.backend_options)
     return options
 

@@ -18,6 +18,9 @@ BackendFactory = Callable[..., Backend]
 _FACTORIES: dict[str, BackendFactory] = {}
 _BUILTIN_MODULES: dict[str, str] = {
     "transformers": "userturn.backends.transformers_backend",
+    "vllm": "userturn.backends.vllm_backend",
+    "openai": "userturn.backends.openai_backend",
+    "llamacpp": "userturn.backends.llamacpp_backend",
 }
 
 

@@ -97,6 +97,8 @@ def run(
     trust_remote_code: bool = typer.Option(None, "--trust-remote-code/--no-trust-remote-code",
                                            help="Allow model repositories to run their own code (off by default)."),
     engine_arg: list[str] = typer.Option(None, "--engine-arg", help="Backend option key=value (repeatable)."),
+    base_url: list[str] = typer.Option(None, "--base-url", help="openai backend: server URL ending in /v1 "
+                                       "(repeatable; requests are spread over the servers)."),
     out: Path = typer.Option(None, "--out", "-o", help="Run directory. Default: runs/<timestamp>, or the earlier "
                              "run of the same configuration, which is then resumed."),
     config: Path = typer.Option(None, "--config", "-c", help="A TOML or YAML file of settings (same names as "
@@ -124,7 +126,8 @@ def run(
         "user_max_new_tokens": user_max_new_tokens, "thinking": thinking,
         "perturbations": parse_list(perturb, "--perturb"), "classifier": classifier, "batch_size": batch_size,
         "seed": seed, "device": device, "dtype": dtype, "threads": threads, "trust_remote_code": trust_remote_code,
-        "backend_options": parse_key_values(engine_arg, "--engine-arg") or None, "out": out,
+        "backend_options": {**parse_key_values(engine_arg, "--engine-arg"),
+                            **({"base_url": list(base_url)} if base_url else {})} or None, "out": out,
     }
     if dataset_path is not None and not dataset_path.is_file():
         raise DataError("file not found", path=str(dataset_path))
