@@ -54,7 +54,16 @@ class DatasetSpec:
 
 
 _REGISTRY: dict[str, DatasetSpec] = {}
-_BUILTIN_MODULES: dict[str, str] = {"demo": "userturn.datasets.demo"}
+_BUILTIN_MODULES: dict[str, str] = {
+    "demo": "userturn.datasets.demo",
+    "gsm8k": "userturn.datasets.gsm8k",
+    "math500": "userturn.datasets.math500",
+    "ifeval": "userturn.datasets.ifeval",
+    "mtbench": "userturn.datasets.mtbench",
+    "conversations": "userturn.datasets.conversations",
+    "mtbench101": "userturn.datasets.mtbench101",
+    "jsonl": "userturn.datasets.jsonl",
+}
 
 
 def register_dataset(spec: DatasetSpec) -> DatasetSpec:
