@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "userturn.cli.run_command",
     "userturn.cli.classify_command",
     "userturn.cli.report_command",
+    "userturn.cli.data_command",
 ]
 
 

@@ -198,7 +198,7 @@ def _file_conversations(path: Path, options: LoadOptions) -> Iterator[Conversati
         message_ids = row.get("message_ids")
         if not (isinstance(message_ids, list) and len(message_ids) == len(messages)):
             message_ids = None
-        conversation_id = row.get(id_field) or row.get("conversation_id") or str(number)
+        conversation_id = row.get(id_field) or row.get("conversation_id") or (message_ids or [str(number)])[-1]
         meta = {"source": str(path), "line": number}
         if "message_tree_id" in row:
             meta["message_tree_id"] = row["message_tree_id"]
