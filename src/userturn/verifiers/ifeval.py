@@ -150,8 +150,12 @@ def english_lowercase(response: str, kwargs: dict[str, Any], prompt: str) -> boo
 
 @instruction("change_case:capital_word_frequency")
 def capital_word_frequency(response: str, kwargs: dict[str, Any], prompt: str) -> bool:
-    """Words in all capitals appear ``capital_relation`` ``capital_frequency`` times."""
-    capitals = sum(1 for word in re.findall(r"\w+", response) if word.isupper())
+    """Words in all capitals appear ``capital_relation`` ``capital_frequency`` times.
+
+    A word here may join parts with ``-`` or ``.`` (``AI-POWERED``, ``U.S.`` are one word) and splits
+    at an apostrophe (``DON'T`` is two), the way a Treebank tokenizer counts them.
+    """
+    capitals = sum(1 for word in re.findall(r"\w+(?:[-.]\w+)*", response) if word.isupper())
     return _compare(capitals, _arg(kwargs, "capital_relation"), _arg(kwargs, "capital_frequency"))
 
 
