@@ -192,8 +192,12 @@ def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter
         hook(len(labeled), 0)
     rows = summarize(labeled)
     write_jsonl(out / "samples.jsonl", (lt.to_sample() for lt in labeled))
+    retries = sum(int(getattr(b, "retries", 0) or 0) for b in {id(assistant_backend): assistant_backend,
+                                                                 id(user_backend): user_backend}.values())
+    if retries:
+        reporter.info(f"the backend retried {retries} failed request(s); every sample is accounted for")
     summary = {"userturn_version": __version__, "config": config.model_dump(mode="json"), "rows": rows,
-               "generated": store.inserted, "timing": reporter.timings}
+               "generated": store.inserted, "backend_retries": retries, "timing": reporter.timings}
     write_json(out / "summary.json", summary)
     meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
                 generated=store.inserted, samples=len(labeled))
