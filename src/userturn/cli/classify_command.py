@@ -12,6 +12,7 @@ from userturn.classifiers import Classifier, ClassifyInput, load_classifier
 from userturn.classifiers.validation import agreement_report, format_report
 from userturn.cli.app import app
 from userturn.errors import ConfigError, DataError
+from userturn.jsonl_io import read_jsonl
 from userturn.records import LABELS, Label
 
 _TEXT_FIELDS = ("query", "response", "user_turn")
@@ -29,22 +30,8 @@ def read_turns(path: Path, *, gold: bool = False) -> list[dict[str, Any]]:
         DataError: missing/unreadable file, a line that is not a JSON object, a missing or non-string
             field, an unknown label or split; the message names the file, line and field.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("file not found", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path)) from None
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"not valid JSON ({exc.msg})", path=str(path), line=number) from None
-        if not isinstance(row, dict):
-            raise DataError("expected a JSON object", path=str(path), line=number)
+    for number, row in read_jsonl(path):
         for name in _TEXT_FIELDS + (("label",) if gold else ()):
             if name not in row:
                 raise DataError("missing", path=str(path), line=number, field=name)

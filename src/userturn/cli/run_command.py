@@ -153,7 +153,6 @@ def render(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow custom tokenizer code."),
 ) -> None:
     """Print the exact text the user-turn (or assistant) stage would send to the model."""
-    from userturn.models import resolve_model
     from userturn.records import as_messages
     from userturn.templates import open_user_turn, render_assistant_prompt, require_chat_template
 
@@ -177,20 +176,9 @@ def render(
     think = {"auto": None, "on": True, "off": False}.get(thinking)
     if thinking not in ("auto", "on", "off"):
         raise ConfigError(f"--thinking must be on, off or auto, got '{thinking}'")
-    from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from userturn.backends.common import load_render_tokenizer
 
-    hf_logging.set_verbosity_error()
-    resolved = resolve_model(model)
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if resolved.gguf_file:
-        kwargs["gguf_file"] = resolved.gguf_file
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(resolved.source, **kwargs)
-    except (OSError, ValueError) as exc:
-        from userturn.errors import ModelError
-
-        raise ModelError(f"cannot load the tokenizer of '{model}': {str(exc).splitlines()[0]}") from exc
+    tokenizer, _ = load_render_tokenizer(model, trust_remote_code=trust_remote_code)
     require_chat_template(tokenizer, model)
     convo = as_messages(raw)
     if stage == "user":

@@ -14,13 +14,13 @@ benchmark's verifier, give that dataset name with ``--dataset-path``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from userturn.datasets import DatasetSpec, LoadOptions, register_dataset
 from userturn.errors import ConfigError, DataError
+from userturn.jsonl_io import read_jsonl  # noqa: F401  (re-exported for the loaders)
 from userturn.records import Item, Message
 
 ROLE_ALIASES = {
@@ -29,27 +29,6 @@ ROLE_ALIASES = {
     "model": "assistant", "bard": "assistant", "bing": "assistant",
     "system": "system",
 }
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for every non-blank line of ``path`` (1-based line numbers).
-
-    Raises:
-        DataError: the file is missing, a line is not JSON, or a line is not a JSON object.
-    """
-    if not path.is_file():
-        raise DataError("file not found", path=str(path))
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=str(path), line=number) from None
-            if not isinstance(row, dict):
-                raise DataError(f"expected a JSON object, got {type(row).__name__}", path=str(path), line=number)
-            yield number, row
 
 
 def require(row: dict[str, Any], field: str, kind: type | tuple[type, ...], where: tuple[str, int]) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from userturn.errors import DataError
+from userturn.jsonl_io import read_jsonl
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -120,28 +121,16 @@ def read_summary(path: Path) -> dict[str, Any]:
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """Read and check ``samples.jsonl``; blank lines are skipped, missing optional keys become ``None``."""
     samples: list[dict[str, Any]] = []
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"no {SAMPLES_FILE} here; is this a finished run directory?", path=str(path)) from None
-    with handle:
-        try:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"not valid JSON ({exc.msg})", path=str(path), line=line_no) from None
-                _check_fields(record, SAMPLE_REQUIRED, ("temperature", "sample_index", "seed"), path=path,
-                              line=line_no, what="sample")
-                for key in SAMPLE_OPTIONAL:
-                    record.setdefault(key, None)
-                if record["user_model"] is None:
-                    record["user_model"] = record["model"]
-                samples.append(record)
-        except UnicodeDecodeError as exc:
-            raise DataError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
+    if not path.is_file():
+        raise DataError(f"no {SAMPLES_FILE} here; is this a finished run directory?", path=str(path))
+    for line_no, record in read_jsonl(path):
+        _check_fields(record, SAMPLE_REQUIRED, ("temperature", "sample_index", "seed"), path=path,
+                      line=line_no, what="sample")
+        for key in SAMPLE_OPTIONAL:
+            record.setdefault(key, None)
+        if record["user_model"] is None:
+            record["user_model"] = record["model"]
+        samples.append(record)
     return samples
 
 
