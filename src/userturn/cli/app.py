@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "userturn.cli.classify_command",
     "userturn.cli.report_command",
     "userturn.cli.data_command",
+    "userturn.cli.train_command",
 ]
 
 
