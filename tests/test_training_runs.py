@@ -143,3 +143,11 @@ def test_train_help_lists_the_commands():
     sft_help = subprocess.run([sys.executable, "-m", "userturn", "train", "sft", "--help"], capture_output=True,
                               text=True, timeout=120).stdout
     assert "--loss-on" in sft_help and "--full" in sft_help
+
+
+def test_evaluate_without_a_training_record_is_one_line_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "userturn", "train", "evaluate", "--trained", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path}: no training.json: not the output folder of `userturn train sft|rl`"]

@@ -41,9 +41,14 @@ def _finish(record: dict[str, Any], out: Path, base_model: str, evaluate: bool, 
     if not record:  # not the main process under accelerate launch
         return
     curves = plot_learning_curves(record["log_history"], out / "learning_curves.png", title)
-    losses = [e["loss"] for e in record["log_history"] if "loss" in e]
-    typer.echo(f"trained on {record['examples']} examples; loss {losses[0]:.3f} → {losses[-1]:.3f}"
-               if losses else f"trained on {record['examples']} examples")
+    history = record["log_history"]
+    steps = max((e.get("step", 0) for e in history), default=0)
+    line = f"{record['kind']}: {steps} steps ({record['examples']} records in the data)"
+    for key, name in (("loss", "loss"), ("reward", "mean reward")):
+        values = [e[key] for e in history if key in e]
+        if values:
+            line += f"; {name} {values[0]:.3f} → {values[-1]:.3f}"
+    typer.echo(line)
     typer.echo(f"model: {out}/ (merged; `userturn run --model {out}`), adapter: {out}/adapter/"
                + (f", curves: {curves}" if curves else ""))
     if not evaluate:

@@ -104,6 +104,19 @@ def bf16_available() -> bool:
     return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
 
 
+def checkpointing_option(config_class: Any, enabled: bool) -> dict[str, bool]:
+    """The trainer-config keyword that switches activation (gradient) checkpointing, under its current name.
+
+    TRL turns it on by default; transformers 5 renamed ``gradient_checkpointing`` to
+    ``activation_checkpointing`` and warns on the old name.
+    """
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_class)}
+    key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    return {key: enabled}
+
+
 def merge_adapter(base_source: str, adapter_dir: Path, out: Path, tokenizer: Any) -> None:
     """Load the base model fresh, apply the adapter, merge it, and save safetensors plus tokenizer to ``out``."""
     import torch

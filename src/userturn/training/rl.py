@@ -21,6 +21,7 @@ from userturn.templates import open_user_turn
 from userturn.training.checkpoint import (
     LoraOptions,
     bf16_available,
+    checkpointing_option,
     load_for_training,
     save_trained,
     write_training_record,
@@ -74,12 +75,16 @@ def build_prompt_rows(tokenizer: Any, rows: list[dict[str, Any]], max_prompt_tok
     classifier compares the generated turn against.
     """
     prepared, too_long = [], 0
+    # TRL tokenizes text prompts with the tokenizer's special tokens; drop a BOS the template already wrote.
+    adds_bos = tokenizer.bos_token is not None and tokenizer("")["input_ids"][:1] == [tokenizer.bos_token_id]
     for row in rows:
         messages = [Message(role, content) for role, content in row["messages"]]
         try:
             prompt = open_user_turn(tokenizer, messages)
         except TemplateError as exc:
             raise DataError(str(exc), path=str(data), line=row["line"], field="messages") from exc
+        if adds_bos and prompt.startswith(tokenizer.bos_token):
+            prompt = prompt[len(tokenizer.bos_token):]
         if len(tokenizer(prompt, add_special_tokens=False)["input_ids"]) > max_prompt_tokens:
             too_long += 1
             continue
@@ -129,7 +134,7 @@ def train_rl(options: RLOptions) -> dict[str, Any]:
         beta=options.beta,
         logging_steps=options.logging_steps,
         save_strategy="no",
-        gradient_checkpointing=options.gradient_checkpointing,
+        **checkpointing_option(GRPOConfig, options.gradient_checkpointing),
         report_to=[],
         seed=options.seed,
         bf16=bf16_available(),

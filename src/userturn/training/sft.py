@@ -22,6 +22,7 @@ from userturn.templates import open_user_turn, render_assistant_prompt
 from userturn.training.checkpoint import (
     LoraOptions,
     bf16_available,
+    checkpointing_option,
     load_for_training,
     save_trained,
     write_training_record,
@@ -209,7 +210,7 @@ def train_sft(options: SFTOptions) -> dict[str, Any]:
         warmup_steps=options.warmup,
         logging_steps=options.logging_steps,
         save_strategy="no",
-        gradient_checkpointing=options.gradient_checkpointing,
+        **checkpointing_option(SFTConfig, options.gradient_checkpointing),
         report_to=[],
         seed=options.seed,
         max_length=options.max_length,
