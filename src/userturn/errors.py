@@ -48,3 +48,15 @@ class StoreError(UserturnError):
 
 class BackendError(UserturnError):
     """A backend that failed permanently (bad URL, auth, unknown model on the server)."""
+
+
+class OutputError(UserturnError):
+    """An output directory or file that cannot be written (read-only folder, full disk)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run, carrying the run directory so the CLI can say how to resume."""
+
+    def __init__(self, out: object) -> None:
+        super().__init__(str(out))
+        self.out = out

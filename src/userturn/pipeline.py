@@ -11,16 +11,17 @@ import datetime as _dt
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from userturn import __version__
+from userturn import __version__, crashpoints
 from userturn.backends import Backend, load_backend
 from userturn.classifiers import load_classifier
 from userturn.config import RunConfig
 from userturn.datasets import LoadOptions, load_items
-from userturn.errors import ConfigError
+from userturn.errors import ConfigError, OutputError, RunInterrupted
 from userturn.output import write_json, write_jsonl
 from userturn.perturbations import get_perturbation
 from userturn.progress import Reporter
@@ -31,6 +32,7 @@ from userturn.stages.classify import run_classify_stage
 from userturn.stages.user_turn import build_contexts, plan_samples, run_user_turn_stage
 from userturn.stages.verify import run_verify_stage
 from userturn.store import Store
+from userturn.templates import user_header
 
 log = logging.getLogger("userturn")
 
@@ -71,14 +73,22 @@ def choose_run_dir(config: RunConfig, runs_root: Path = Path("runs")) -> tuple[P
     return path, False
 
 
+MIN_FREE_BYTES = 8 * 1024 * 1024
+"""Below this much free space on the output filesystem a run refuses to start (checked before any work)."""
+
+
 def _check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".write-test"
         probe.write_text("ok")
         probe.unlink()
+        free = shutil.disk_usage(out).free
     except OSError as exc:
-        raise ConfigError(f"cannot write to the output directory {out}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write to the output directory {out}: {exc.strerror or exc}") from exc
+    if free < MIN_FREE_BYTES:
+        raise OutputError(f"only {free // 1024} KiB free on the filesystem of the output directory {out}; "
+                          f"userturn needs at least {MIN_FREE_BYTES // (1024 * 1024)} MiB: free space or use another --out")
 
 
 def backend_options(config: RunConfig) -> dict[str, Any]:
@@ -112,8 +122,15 @@ def _thinking(config: RunConfig) -> bool | None:
     return {"auto": None, "on": True, "off": False}[config.thinking]
 
 
+class _LogFileHandler(logging.FileHandler):
+    """A log file that stops quietly when it cannot be written (full disk): the run's own errors say why."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        self.setLevel(logging.CRITICAL + 1)
+
+
 def _setup_log(out: Path) -> logging.Handler:
-    handler = logging.FileHandler(out / "userturn.log", encoding="utf-8")
+    handler = _LogFileHandler(out / "userturn.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)
     root = logging.getLogger()
@@ -134,11 +151,18 @@ def run_probe(config: RunConfig, reporter: Reporter | None = None, runs_root: Pa
     if not items:
         raise ConfigError("no items to run: the dataset is empty or --limit is 0")
     assistant_backend, user_backend = load_backends(config, reporter)
+    # A template that cannot open a user turn fails here, before any generation, not after the assistant stage.
+    user_header(user_backend.tokenizer, thinking=_thinking(config), model_name=user_backend.identity.name)
     out, reused = choose_run_dir(config, runs_root)
     _check_writable(out)
-    handler = _setup_log(out)
+    try:
+        handler = _setup_log(out)
+    except OSError as exc:
+        raise OutputError(f"cannot write the log file in {out}: {exc.strerror or exc}") from exc
     try:
         return _run(config, items, out, reused, reporter, assistant_backend, user_backend)
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(out) from exc
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
@@ -160,11 +184,26 @@ def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter
          assistant_backend: Backend, user_backend: Backend) -> RunResult:
     if reused:
         reporter.info(f"resuming in {out} (same configuration); stored generations are reused")
+    store = Store(out / "store.sqlite")  # before anything is written: a store we cannot use stops the run here
     meta = {"userturn_version": __version__, "fingerprint": config.fingerprint(),
             "config": config.model_dump(mode="json"), "status": "running",
             "started": _dt.datetime.now().isoformat(timespec="seconds")}
-    write_json(out / "run.json", meta)
-    store = Store(out / "store.sqlite")
+    try:
+        write_json(out / "run.json", meta)
+        return _stages(config, items, out, reporter, assistant_backend, user_backend, store, meta)
+    except KeyboardInterrupt:
+        meta.update(status="interrupted", stopped=_dt.datetime.now().isoformat(timespec="seconds"))
+        try:
+            write_json(out / "run.json", meta)
+        except OutputError:
+            pass
+        raise
+    finally:
+        store.close()
+
+
+def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter, assistant_backend: Backend,
+            user_backend: Backend, store: Store, meta: dict[str, Any]) -> RunResult:
     classifier = load_classifier(config.classifier)
     thinking = _thinking(config)
     chunk = config.batch_size if config.batch_size > 0 else 32
@@ -190,8 +229,10 @@ def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter
     with reporter.stage("classify", len(user_turns), unit="turns") as hook:
         labeled = run_classify_stage(user_turns, classifier, special)
         hook(len(labeled), 0)
+    crashpoints.reached("classify", len(labeled))
     rows = summarize(labeled)
     write_jsonl(out / "samples.jsonl", (lt.to_sample() for lt in labeled))
+    crashpoints.reached("samples.jsonl")
     retries = sum(int(getattr(b, "retries", 0) or 0) for b in {id(assistant_backend): assistant_backend,
                                                                  id(user_backend): user_backend}.values())
     if retries:
@@ -199,13 +240,13 @@ def _run(config: RunConfig, items: list[Item], out: Path, reused: bool, reporter
     summary = {"userturn_version": __version__, "config": config.model_dump(mode="json"), "rows": rows,
                "generated": store.inserted, "backend_retries": retries, "timing": reporter.timings}
     write_json(out / "summary.json", summary)
+    crashpoints.reached("summary.json")
     meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
                 generated=store.inserted, samples=len(labeled))
     write_json(out / "run.json", meta)
     (out / "summary.md").write_text(markdown_table(rows) + "\n", encoding="utf-8")
     log.info("run complete: %d samples, %d new generations", len(labeled), store.inserted)
     generated = store.inserted
-    store.close()
     if os.environ.get("USERTURN_KEEP_MODELS") != "1":
         for backend in {id(assistant_backend): assistant_backend, id(user_backend): user_backend}.values():
             backend.close()

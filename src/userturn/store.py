@@ -64,26 +64,52 @@ class Store:
         self.inserted = 0  # completions written by this process: lets a run report what it generated
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            existing = self.path.is_file() and self.path.stat().st_size > 0
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA busy_timeout=60000")
+            if existing:
+                self._check_existing()  # reads only: a store we cannot use is never modified
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise StoreError(
-                    f"store {self.path} has schema version {row[0]}, this userturn needs {SCHEMA_VERSION}: "
-                    "use a new --out directory (the old store is left untouched)"
-                )
+            # One transaction, so that a second process opening the store at the same moment sees all or nothing.
+            self._db.executescript(
+                "BEGIN IMMEDIATE;" + _SCHEMA
+                + f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+            )
+        except StoreError:
+            self.close()
+            raise
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(
-                f"store {self.path} is not a readable userturn store ({exc}); move it away or use a new --out "
-                "directory — it was not modified"
+                f"store {self.path} is not a readable userturn store: corrupt, truncated or another kind of file "
+                f"(sqlite: {exc}); move it away or use a new --out directory — it was not modified"
             ) from exc
         except OSError as exc:
-            raise StoreError(f"cannot create the store at {self.path}: {exc}") from exc
+            self.close()
+            raise StoreError(f"cannot create the store at {self.path}: {exc.strerror or exc}") from exc
+
+    def _check_existing(self) -> None:
+        """Refuse, without writing anything, a file that is not an intact store of this schema version."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" in tables:
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is not None and row[0] != str(SCHEMA_VERSION):
+                raise StoreError(
+                    f"store {self.path} has schema version {row[0]}, this userturn needs {SCHEMA_VERSION}: "
+                    "use a new --out directory, or the userturn version that wrote it (the old store is left untouched)"
+                )
+        if tables and not {"meta", "generations"} <= tables:
+            raise StoreError(
+                f"{self.path} is an SQLite database but not a userturn store (tables: {', '.join(sorted(tables))}); "
+                "use another --out directory — it was not modified"
+            )
+        check = self._db.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise StoreError(
+                f"store {self.path} is corrupt (integrity check: {check}); move it away or use a new --out "
+                "directory — it was not modified"
+            )
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         """The stored completions among ``keys`` (missing keys are simply absent)."""
@@ -141,4 +167,7 @@ class Store:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
     def close(self) -> None:
-        self._db.close()
+        """Close the connection; safe to call twice."""
+        db = self.__dict__.pop("_db", None)
+        if db is not None:
+            db.close()

@@ -90,6 +90,50 @@ class _RowSampler:
         return out
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else 'no details'}"
+
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def check_local_folder(source: str, model: str, *, trust_remote_code: bool, allow_pickle: bool) -> None:
+    """Refuse a local model folder that would run its own code or unpickle weights, unless allowed.
+
+    Hub ids are left to transformers (``use_safetensors=True`` and ``trust_remote_code`` do the same there).
+
+    Raises:
+        ModelError: the folder declares custom code (``auto_map`` in config.json) without
+            ``trust_remote_code``, or holds only pickle weights (``.bin``/``.pt``) without ``allow_pickle``.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(source)
+    if not folder.is_dir():
+        return
+    config_path = folder / "config.json"
+    if not trust_remote_code and config_path.is_file():
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"model '{model}': cannot read {config_path}: {exc}") from exc
+        if isinstance(config, dict) and config.get("auto_map"):
+            raise ModelError(
+                f"model '{model}' ships its own Python code (auto_map in config.json), which userturn does not run "
+                "by default; read it, and pass --trust-remote-code only if you trust it"
+            )
+    files = [p.name for p in folder.iterdir() if p.is_file()]
+    safe = [f for f in files if f.endswith((".safetensors", ".gguf"))]
+    pickled = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
+    if pickled and not safe and not allow_pickle:
+        raise ModelError(
+            f"model '{model}' has only pickle weights ({', '.join(sorted(pickled)[:3])}), which can run code when "
+            "loaded; convert them to safetensors, or pass --engine-arg allow_pickle=true if you trust the files"
+        )
+
+
 class TransformersBackend:
     """Generate with a Hugging Face causal LM.
 
@@ -120,17 +164,23 @@ class TransformersBackend:
         load_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
         if resolved.gguf_file:
             load_kwargs["gguf_file"] = resolved.gguf_file
+        else:
+            check_local_folder(resolved.source, model, trust_remote_code=trust_remote_code,
+                               allow_pickle=allow_pickle)
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(resolved.source, **load_kwargs)
+        except Exception as exc:  # a damaged file fails in many ways (OSError, ValueError, struct.error, ...)
+            raise ModelError(f"cannot load the tokenizer of '{model}': {_first_line(exc)}") from exc
+        require_chat_template(self._tokenizer, model)  # before the weights: a model we cannot use fails fast
+        try:
             self.model = AutoModelForCausalLM.from_pretrained(
                 resolved.source, dtype=self.torch_dtype, use_safetensors=None if allow_pickle else
                 (None if resolved.gguf_file else True), **load_kwargs
             )
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load model '{model}': {str(exc).splitlines()[0]}") from exc
+        except Exception as exc:
+            raise ModelError(f"cannot load model '{model}': {_first_line(exc)}") from exc
         self.model.to(self.device)
         self.model.eval()
-        require_chat_template(self._tokenizer, model)
         revision = resolved.revision
         if revision == "hub":
             revision = getattr(self.model.config, "_commit_hash", None) or "hub-unknown"

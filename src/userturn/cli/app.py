@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 
 import typer
@@ -37,9 +38,25 @@ def _load_commands() -> None:
         importlib.import_module(module)
 
 
+_signals: list[int] = []
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # A preempted job gets SIGTERM: stop like Ctrl-C, so what is finished is committed and the run says so.
+    _signals.append(signum)
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app; a :class:`UserturnError` becomes one line on stderr and a non-zero exit."""
+    """Entry point: run the app; a :class:`UserturnError` becomes one line on stderr and a non-zero exit.
+
+    Ctrl-C exits 130 and SIGTERM 143, after saying where the finished work is and how to resume.
+    """
     _load_commands()
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (embedded use): keep the default
+        pass
     debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("USERTURN_DEBUG") == "1"
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--debug"]
     try:
@@ -49,20 +66,26 @@ def main(argv: list[str] | None = None) -> None:
             raise
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted: finished work is stored; run the same command again to resume", err=True)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:
+        out = getattr(exc, "out", None)
+        where = f" in {out}/store.sqlite" if out is not None else ""
+        typer.echo(f"interrupted: finished generations are stored{where}; run the same command again to resume",
+                   err=True)
+        raise SystemExit(143 if _signals and _signals[-1] == signal.SIGTERM else 130) from None
     except SystemExit:
         raise
     except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.exceptions.Abort):
+        # Typer ships its own copy of click, so match click's exception classes by name.
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "Exit" in kinds:
+            raise SystemExit(getattr(exc, "exit_code", 0)) from None
+        if "ClickException" in kinds:
+            # One line, like every other error: what is wrong, and where the help is.
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if "UsageError" in kinds and ctx is not None else ""
+            typer.echo(f"error: {exc.format_message()}{hint}", err=True)  # type: ignore[attr-defined]
+            raise SystemExit(getattr(exc, "exit_code", 2)) from None
+        if "Abort" in kinds:
             typer.echo("aborted", err=True)
             raise SystemExit(130) from None
         if debug:

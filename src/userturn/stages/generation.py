@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from userturn import crashpoints
 from userturn.backends.base import Backend
 from userturn.records import Completion, GenerationRequest, SamplingParams
 from userturn.store import Store, generation_key
@@ -92,7 +93,9 @@ def generate_cached(units: Sequence[Unit], backend: Backend, store: Store, *, te
                 entries.append((keys[index], stage, requests[index], completion))
                 found[keys[index]] = completion
                 tokens += len(completion.token_ids)
+        crashpoints.reached(f"{stage}.uncommitted", len(entries))
         store.put_many(entries)
+        crashpoints.reached(stage, len(entries))
         if progress:
             progress(len(chunk), tokens)
     if progress and duplicates:
