@@ -54,8 +54,12 @@ class OutputError(UserturnError):
     """An output directory or file that cannot be written (read-only folder, full disk)."""
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a run, carrying the run directory so the CLI can say how to resume."""
+class RunInterrupted(BaseException):
+    """Ctrl-C (or SIGTERM) during a run, carrying the run directory so the CLI can say how to resume.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so that no ``except Exception`` swallows it, but not a
+    ``KeyboardInterrupt``: Typer would turn that into a bare exit code and lose the directory.
+    """
 
     def __init__(self, out: object) -> None:
         super().__init__(str(out))

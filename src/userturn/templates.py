@@ -22,6 +22,20 @@ from userturn.records import Message, messages_to_dicts
 SENTINEL = "Xq7UserturnSentinel3Kz"
 
 
+def sentinel_for(messages: Sequence[Message]) -> str:
+    """:data:`SENTINEL`, or ``SENTINEL`` plus a number when some message already contains it.
+
+    The cut point must be unambiguous: a conversation that quotes the sentinel (a test, a crafted dataset
+    item) gets a variant that appears nowhere in it.
+    """
+    text = "\n".join(m.content for m in messages)
+    sentinel, n = SENTINEL, 0
+    while sentinel in text:
+        n += 1
+        sentinel = f"{SENTINEL}{n}Z"
+    return sentinel
+
+
 def _apply(tokenizer: Any, messages: Sequence[Message], *, add_generation_prompt: bool,
            thinking: bool | None) -> str:
     kwargs: dict[str, Any] = {}
@@ -72,7 +86,8 @@ def open_user_turn(tokenizer: Any, messages: Sequence[Message], *, thinking: boo
             allow), drops or alters the sentinel, or renders the earlier turns differently once a user
             message follows them, so that no exact user header can be cut out.
     """
-    probe = [*messages, Message("user", SENTINEL)]
+    sentinel = sentinel_for(messages)
+    probe = [*messages, Message("user", sentinel)]
     try:
         with_sentinel = _apply(tokenizer, probe, add_generation_prompt=False, thinking=thinking)
     except Exception as exc:
@@ -80,8 +95,8 @@ def open_user_turn(tokenizer: Any, messages: Sequence[Message], *, thinking: boo
             f"the chat template of '{model_name}' cannot open a user turn after "
             f"[{', '.join(m.role for m in messages) or 'nothing'}]: {exc}"
         ) from exc
-    cut = with_sentinel.find(SENTINEL)
-    if cut < 0 or with_sentinel.find(SENTINEL, cut + 1) >= 0:
+    cut = with_sentinel.find(sentinel)
+    if cut < 0 or with_sentinel.find(sentinel, cut + 1) >= 0:
         raise TemplateError(
             f"the chat template of '{model_name}' does not render user content verbatim, so a user turn cannot be opened"
         )

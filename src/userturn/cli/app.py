@@ -10,10 +10,11 @@ import importlib
 import os
 import signal
 import sys
+from typing import NoReturn
 
 import typer
 
-from userturn.errors import UserturnError
+from userturn.errors import RunInterrupted, UserturnError
 
 app = typer.Typer(
     name="userturn",
@@ -60,18 +61,16 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("USERTURN_DEBUG") == "1"
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--debug"]
     try:
-        app(args=args, standalone_mode=False)
+        result = app(args=args, standalone_mode=False)
+    except RunInterrupted as exc:
+        _interrupted(exc.out)
     except UserturnError as exc:
         if debug:
             raise
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None
-    except KeyboardInterrupt as exc:
-        out = getattr(exc, "out", None)
-        where = f" in {out}/store.sqlite" if out is not None else ""
-        typer.echo(f"interrupted: finished generations are stored{where}; run the same command again to resume",
-                   err=True)
-        raise SystemExit(143 if _signals and _signals[-1] == signal.SIGTERM else 130) from None
+    except KeyboardInterrupt:
+        _interrupted(None)
     except SystemExit:
         raise
     except Exception as exc:  # click usage errors and friends
@@ -92,6 +91,17 @@ def main(argv: list[str] | None = None) -> None:
             raise
         typer.echo(f"error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
         raise SystemExit(1) from None
+    if isinstance(result, int) and not isinstance(result, bool) and result != 0:
+        if result == 130:  # Typer's answer to a KeyboardInterrupt outside a run (loading, parsing)
+            _interrupted(None)
+        raise SystemExit(result)
+
+
+def _interrupted(out: object | None) -> NoReturn:
+    where = f" in {out}/store.sqlite" if out is not None else ""
+    typer.echo(f"interrupted: finished generations are stored{where}; run the same command again to resume",
+               err=True)
+    raise SystemExit(143 if _signals and _signals[-1] == signal.SIGTERM else 130)
 
 
 if __name__ == "__main__":
