@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,3 +48,21 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_filename(text: str, *, max_length: int = 80) -> str:
+    """A file-name component made from data (an item id, a model or dataset name) that cannot leave its folder.
+
+    Anything but letters, digits, ``.``, ``_`` and ``-`` becomes ``_``; leading dots and dashes are dropped (no ``..``, no
+    hidden files, no option-like names); a short hash of the original keeps two different ids from mapping to the same name.
+
+    Args:
+        text: any string, including ``../../etc/passwd``, absolute paths, NUL bytes or the empty string.
+        max_length: the readable part is cut to this many characters before the hash is added.
+    """
+    readable = _UNSAFE.sub("_", text).lstrip(".-")[:max_length] or "_"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{readable}-{digest}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -49,6 +50,26 @@ def userturn(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: 
     popen.setdefault("preexec_fn", default_signals)
     return subprocess.run(command(*args), cwd=cwd, env=env or child_env(), capture_output=True, text=True,
                           timeout=timeout, **popen)
+
+
+class Result:
+    def __init__(self, code: int, stderr: str) -> None:
+        self.returncode, self.stderr = code, stderr
+
+
+def run_cli(capsys, *args: str) -> Result:
+    """The real CLI entry point in this process; returns the exit code and stderr."""
+    from userturn.cli.app import main
+
+    previous = signal.getsignal(signal.SIGTERM)
+    code: int = 0
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return Result(code, capsys.readouterr().err)
 
 
 def read_samples(out: Path) -> list[dict]:

@@ -7,11 +7,10 @@ The cases run the real command line in-process (``userturn.cli.app.main``), whic
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, userturn
+from conftest import assert_one_line_error, run_cli, userturn
 from tiny_models import variant
 
 from userturn.datasets import dataset_names
@@ -26,26 +25,6 @@ RAISING_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 CONTENT_ONLY_TEMPLATE = "{% for m in messages %}{{ m.content }}{% endfor %}"
-
-
-class Result:
-    def __init__(self, code: int, stderr: str) -> None:
-        self.returncode, self.stderr = code, stderr
-
-
-def run_cli(capsys, *args: str) -> Result:
-    """The real CLI entry point in this process; returns the exit code and stderr."""
-    from userturn.cli.app import main
-
-    previous = signal.getsignal(signal.SIGTERM)
-    code: int = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return Result(code, capsys.readouterr().err)
 
 
 def jsonl(*rows: object) -> str:
