@@ -56,8 +56,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def safe_filename(text: str, *, max_length: int = 80) -> str:
     """A file-name component made from data (an item id, a model or dataset name) that cannot leave its folder.
 
-    Anything but letters, digits, ``.``, ``_`` and ``-`` becomes ``_``; leading dots and dashes are dropped (no ``..``, no
-    hidden files, no option-like names); a short hash of the original keeps two different ids from mapping to the same name.
+    Anything but letters, digits, ``.``, ``_`` and ``-`` becomes ``_``; leading dots and dashes are dropped
+    (no ``..``, no hidden files, no option-like names); a short hash of the original keeps two different ids
+    from mapping to the same name.
 
     Args:
         text: any string, including ``../../etc/passwd``, absolute paths, NUL bytes or the empty string.

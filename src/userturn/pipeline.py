@@ -22,7 +22,7 @@ from userturn.classifiers import load_classifier
 from userturn.config import RunConfig
 from userturn.datasets import LoadOptions, load_items
 from userturn.errors import ConfigError, OutputError, RunInterrupted
-from userturn.output import write_json, write_jsonl
+from userturn.output import write_atomic, write_json, write_jsonl
 from userturn.perturbations import get_perturbation
 from userturn.progress import Reporter
 from userturn.records import Item, LabeledTurn, SamplingParams
@@ -44,6 +44,7 @@ class RunResult:
     labeled: list[LabeledTurn]
     generated: int
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    retries: int = 0
 
 
 def choose_run_dir(config: RunConfig, runs_root: Path = Path("runs")) -> tuple[Path, bool]:
@@ -242,12 +243,13 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
     write_json(out / "summary.json", summary)
     crashpoints.reached("summary.json")
     meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
-                generated=store.inserted, samples=len(labeled))
+                generated=store.inserted, samples=len(labeled), retries=retries)
     write_json(out / "run.json", meta)
-    (out / "summary.md").write_text(markdown_table(rows) + "\n", encoding="utf-8")
+    write_atomic(out / "summary.md", markdown_table(rows) + "\n")
     log.info("run complete: %d samples, %d new generations", len(labeled), store.inserted)
     generated = store.inserted
     if os.environ.get("USERTURN_KEEP_MODELS") != "1":
         for backend in {id(assistant_backend): assistant_backend, id(user_backend): user_backend}.values():
             backend.close()
-    return RunResult(out=out, rows=rows, labeled=labeled, generated=generated, timings=reporter.timings)
+    return RunResult(out=out, rows=rows, labeled=labeled, generated=generated, timings=reporter.timings,
+                     retries=retries)

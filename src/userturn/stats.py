@@ -24,4 +24,5 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Rounding can put the bound a hair past p at 0 or n successes (2.8e-17 for 0 of 6): the interval must hold p.
+    return min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))

@@ -68,3 +68,13 @@ def test_rules_classifier_labels_any_text_with_a_known_label(query, response, tu
     (label,) = classifier.classify([x])
     assert label.label in LABELS
     assert classifier.classify([x]) == [label]  # deterministic
+
+
+@given(n=st.integers(min_value=0, max_value=5000), data=st.data())
+def test_wilson_interval_always_contains_the_observed_rate(n, data):
+    from userturn.stats import wilson_interval
+
+    successes = data.draw(st.integers(min_value=0, max_value=n))
+    low, high = wilson_interval(successes, n)
+    rate = successes / n if n else 0.0
+    assert 0.0 <= low <= rate <= high <= 1.0

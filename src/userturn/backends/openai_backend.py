@@ -240,10 +240,16 @@ class OpenAIHttp:
         status = response.status_code
         if status == 200:
             try:
-                return response.json()
+                answer = response.json()
             except ValueError as exc:
+                if response.text.lstrip().startswith(("{", "[")):  # JSON cut short on the way: ask again
+                    raise RetryableError(f"{url}{path}: HTTP 200 with truncated or malformed JSON") from exc
                 raise BackendError(f"{url}{path} answered HTTP 200 with a body that is not JSON; "
                                    "is --base-url an OpenAI-compatible server ending in /v1?") from exc
+            if path.endswith("completions") and not (isinstance(answer, dict)
+                                                     and isinstance(answer.get("choices"), list)):
+                raise RetryableError(f"{url}{path}: HTTP 200 without a list of choices")
+            return answer
         message = self._scrub(_short_error(response))
         if status in RETRYABLE_STATUS or status >= 500:
             raise RetryableError(f"{url}{path}: HTTP {status}: {message}",

@@ -138,7 +138,8 @@ def run(
         sys.stdout.write((result.out / "summary.json").read_text(encoding="utf-8"))
         return
     typer.echo(markdown_table(result.rows))
-    typer.echo(f"\n{len(result.labeled)} user turns, {result.generated} newly generated; "
+    retried = f", {result.retries} server request(s) retried" if result.retries else ""
+    typer.echo(f"\n{len(result.labeled)} user turns, {result.generated} newly generated{retried}; "
                f"results in {result.out}/ (samples.jsonl, summary.json)")
 
 
