@@ -50,6 +50,7 @@ class FaultProxy:
         self._attempts: Counter[str] = Counter()
         self._faults_given = 0
         self._good = 0
+        self._granted = 0  # attempts let through while counting down to fail_after
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -74,8 +75,10 @@ class FaultProxy:
         with self._lock:
             self._attempts[key] += 1
             attempt = self._attempts[key]
-            if self.fail_after is not None and self._good >= self.fail_after:
-                return attempt, "permanent"
+            if self.fail_after is not None:
+                if self._granted >= self.fail_after:
+                    return attempt, "permanent"
+                self._granted += 1
             draw = int(hashlib.sha256(f"{self.seed}|{key}|{attempt}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
             if draw < self.rate:
                 kind = FAULTS[self._faults_given % len(FAULTS)]
@@ -99,8 +102,10 @@ class FaultProxy:
     def _app(self) -> Any:
         from aiohttp import ClientSession, ClientTimeout, web
 
+        session_key = web.AppKey("session", ClientSession)
+
         async def models(request: web.Request) -> web.Response:
-            status, body, ctype = await self._forward(request.app["session"], "GET", "/v1/models", None)
+            status, body, ctype = await self._forward(request.app[session_key], "GET", "/v1/models", None)
             return web.Response(status=status, body=body, content_type=ctype.split(";")[0])
 
         async def completions(request: web.Request) -> web.StreamResponse:
@@ -127,7 +132,7 @@ class FaultProxy:
             if outcome == "slow":
                 self._record(key, attempt, outcome)
                 await asyncio.sleep(self.slow_seconds)
-            status, body, ctype = await self._forward(request.app["session"], "POST", "/v1/completions", raw)
+            status, body, ctype = await self._forward(request.app[session_key], "POST", "/v1/completions", raw)
             if outcome == "truncated":
                 self._record(key, attempt, outcome)
                 return web.Response(status=200, body=body[: len(body) // 2], content_type="application/json")
@@ -136,10 +141,10 @@ class FaultProxy:
             return web.Response(status=status, body=body, content_type=ctype.split(";")[0])
 
         async def start_session(app: web.Application) -> None:
-            app["session"] = ClientSession(timeout=ClientTimeout(total=600))
+            app[session_key] = ClientSession(timeout=ClientTimeout(total=600))
 
         async def close_session(app: web.Application) -> None:
-            await app["session"].close()
+            await app[session_key].close()
 
         app = web.Application()
         app.router.add_get("/v1/models", models)
