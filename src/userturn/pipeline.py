@@ -243,7 +243,7 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
     write_json(out / "summary.json", summary)
     crashpoints.reached("summary.json")
     meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
-                generated=store.inserted, samples=len(labeled), retries=retries)
+                generated=store.inserted, samples=len(labeled), backend_retries=retries)
     write_json(out / "run.json", meta)
     write_atomic(out / "summary.md", markdown_table(rows) + "\n")
     log.info("run complete: %d samples, %d new generations", len(labeled), store.inserted)

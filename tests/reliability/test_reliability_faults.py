@@ -2,8 +2,8 @@
 
 Transient faults (429 with Retry-After, 500, 503, truncated JSON, answers slower than the timeout,
 dropped connections) on a seeded 20% of attempts: the run completes, every sample is there exactly once,
-prompts, seeds and greedy text equal a fault-free run's and the retries are reported. Permanent failures (401, 404) stop
-the run at once with one clear line and keep what was committed. The API key, given only in the
+prompts, seeds and greedy text equal a fault-free run's, and the retries are reported. Permanent failures
+(401, 404) stop the run at once with one clear line and keep what was committed. The API key, given only in the
 environment, appears in none of the files a run and its report write.
 """
 
@@ -118,7 +118,7 @@ def test_transient_faults_are_retried_and_every_sample_is_there_once(server, cle
         assert API_KEY.encode() not in path.read_bytes(), f"API key leaked into {path}"
     assert API_KEY not in proc.stdout + proc.stderr + report.stdout + report.stderr
     print(f"faults injected and survived: {sum(faults.values())} ({dict(faults)}); "
-          f"retries reported: {summary['retries']}")
+          f"retries reported: {summary['backend_retries']}")
 
 
 @pytest.mark.parametrize(("status", "fragment"), [(401, "HTTP 401"), (404, "HTTP 404")])
