@@ -105,6 +105,23 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str]]] = [
     ("model-garbage-gguf", {"m.gguf": b"GGUF" + b"\x00" * 64}, ["--model", "m.gguf", "--limit", "1"],
      ["cannot load", "m.gguf"]),
 ]
+GOLD = {"query": "What is 2+2?", "response": "4.", "user_turn": "Why 4?", "label": "follow_up", "split": "dev"}
+# (case id, files, arguments after the command, fragments) for `userturn validate-classifier`/`classify`
+GOLD_CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str]]] = [
+    ("gold-unknown-label", {"g.jsonl": jsonl(GOLD, {**GOLD, "label": "sarcasm"})},
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:2", "sarcasm"]),
+    ("gold-missing-label", {"g.jsonl": jsonl({k: v for k, v in GOLD.items() if k != "label"})},
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:1", "label"]),
+    ("gold-unknown-split", {"g.jsonl": jsonl({**GOLD, "split": "train"})},
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:1", "train"]),
+    ("gold-malformed-line", {"g.jsonl": jsonl(GOLD) + "{not json\n"},
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:2", "not valid JSON"]),
+    ("gold-not-utf8", {"g.jsonl": b'{"query": "caf\xe9"}\n'},
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl", "utf-8"]),
+    ("gold-missing-file", {}, ["validate-classifier", "--gold", "none.jsonl"], ["none.jsonl", "not found"]),
+    ("classify-input-wrong-type", {"i.jsonl": jsonl({"query": "q", "response": "r", "user_turn": 5})},
+     ["classify", "--input", "i.jsonl", "--out", "o.jsonl"], ["i.jsonl:1", "user_turn"]),
+]
 MODEL_CASES: list[tuple[str, dict, list[str]]] = [
     ("model-without-chat-template", {"template": None}, ["no chat template"]),
     ("model-template-cannot-open-user-turn", {"template": RAISING_TEMPLATE},
@@ -134,6 +151,14 @@ def test_bad_input_stops_with_one_clear_line(capsys, tmp_path, monkeypatch, file
     result = run_cli(capsys, "run", *args, "--quiet")
     assert_one_line_error(result, *fragments)
     assert not list(tmp_path.rglob("store.sqlite"))  # stopped before anything was generated
+
+
+@pytest.mark.parametrize(("files", "args", "fragments"), [pytest.param(f, a, x, id=c) for c, f, a, x in GOLD_CASES])
+def test_bad_gold_or_classify_file_stops_with_one_clear_line(capsys, tmp_path, monkeypatch, files, args, fragments):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, files)
+    assert_one_line_error(run_cli(capsys, *args), *fragments)
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 @pytest.mark.slow
@@ -168,4 +193,4 @@ def test_the_real_entry_point_prints_one_line_and_debug_shows_the_traceback(tmp_
 
 def count_cases() -> int:
     """How many bad inputs this file tries (reported in the issue's closing note)."""
-    return len(CASES) + len(MODEL_CASES) + 3 + 2
+    return len(CASES) + len(GOLD_CASES) + len(MODEL_CASES) + 3 + 2

@@ -13,6 +13,8 @@ from userturn.classifiers import ClassifyInput, load_classifier
 from userturn.errors import TemplateError
 from userturn.records import LABELS, Message
 from userturn.templates import SENTINEL, _apply, open_user_turn, render_assistant_prompt, sentinel_for
+from userturn.verifiers.gsm8k import verify_gsm8k
+from userturn.verifiers.math_answer import verify_math
 from userturn.verifiers.numeric import extract_last_number, normalize_number, numbers_equal
 
 # Everything Unicode has but surrogates (which cannot be encoded), with the sentinel and markup mixed in.
@@ -57,6 +59,27 @@ def test_a_number_written_last_is_the_number_extracted(prefix, value):
     found = extract_last_number(f"{prefix} so the answer is {value}")
     assert found is not None and normalize_number(found) == Decimal(value)
     assert numbers_equal(found, str(value))
+
+
+@FEW
+@given(response=TEXT, gold=st.integers(min_value=-10**9, max_value=10**9))
+def test_gsm8k_verifier_scores_any_text_and_finds_a_final_answer(response, gold):
+    verdict = verify_gsm8k(response, f"work... #### {gold}")
+    assert verdict.correct in (True, False)
+    right = verify_gsm8k(f"{response}\nThe answer is {gold}", f"#### {gold}")
+    assert right.correct is True, right
+
+
+LATEX = st.lists(st.sampled_from(["\\frac{", "}", "{", "\\sqrt", "^", "x", "2", "9", "(", ")", "+", "*", "-",
+                                  "__import__", "'os'", ".", "[", "]", "!", "lambda", "e", "pi", ","]),
+                 max_size=12).map("".join)
+
+
+@FEW
+@given(answer=st.one_of(TEXT, LATEX))
+def test_math_verifier_scores_any_answer_without_running_it(answer):
+    verdict = verify_math(f"So the answer is \\boxed{{{answer}}}.", "2")
+    assert verdict.correct in (True, False)
 
 
 @FEW

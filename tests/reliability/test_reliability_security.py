@@ -83,13 +83,29 @@ def test_ids_with_path_traversal_are_data_not_paths(capsys, tmp_path, monkeypatc
     ids = ["../../escaped", "/tmp/absolute-id", "..\\..\\win", "a/b/c"]
     (work / "d.jsonl").write_text("".join(json.dumps({"id": i, "query": f"Say {n}."}) + "\n"
                                           for n, i in enumerate(ids)))
-    before_outside = _all_files(tmp_path) - {Path("work")}
+    before_outside = {p for p in _all_files(tmp_path) if p.parts[0] != "work"}
     result = run_cli(capsys, "run", "--dataset", "jsonl", "--dataset-path", "d.jsonl", *RUN[2:], "--limit", "4",
                      "--out", "out")
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in (work / "out" / "samples.jsonl").read_text().splitlines()]
     assert sorted(r["item_id"] for r in rows) == sorted(ids)  # kept verbatim as data
-    created = {p for p in _all_files(tmp_path) if not str(p).startswith("work")}
-    assert created == before_outside  # nothing was written outside the working folder
+    assert {p for p in _all_files(tmp_path) if p.parts[0] != "work"} == before_outside  # nothing was written outside the working folder
     assert not Path("/tmp/absolute-id").exists()
+    assert not (tmp_path.parent / "escaped").exists() and not (tmp_path / "escaped").exists()
     assert all(".." not in p.parts for p in _all_files(work))
+
+
+@pytest.mark.parametrize("payload", [
+    "__import__('os').makedirs('{marker}')",
+    "(lambda: __import__('os').makedirs('{marker}'))()",
+    "[c for c in ().__class__.__base__.__subclasses__()]",
+    "9^{{9^{{9^{{9}}}}}}",  # a power tower: parsing it with evaluation would never finish
+])
+def test_model_answers_are_never_evaluated_by_the_math_verifier(tmp_path, payload):
+    from userturn.verifiers.math_answer import verify_math
+
+    marker = tmp_path / "evaluated"
+    response = "The answer is \\boxed{" + payload.format(marker=marker) + "}"
+    verdict = verify_math(response, "1")
+    assert verdict.correct is False
+    assert not marker.exists()

@@ -105,7 +105,32 @@ def _latex_to_python(s: str) -> str:
     return s
 
 
+_SAFE_CHARS = re.compile(r"[0-9A-Za-z+\-*/().,\s]*")
+_NAME = re.compile(r"[A-Za-z]+")
+_SAFE_NAMES = frozenset({"sqrt", "pi"})
+_SAFE_POWER = re.compile(r"\*\*\s*(?:\d{1,3}(?:\.\d+)?|[A-Za-z]\b|\([^*]{1,20}\)|-\d{1,3})")
+
+
+def is_safe_expression(expression: str) -> bool:
+    """True when ``expression`` may be handed to sympy's ``parse_expr``, which *evaluates Python code*.
+
+    Model output and dataset text are data: only arithmetic survives (digits, ``+ - * / ( ) . ,``, single-letter
+    variables, ``sqrt`` and ``pi``). No underscores, quotes, brackets, attribute access or ``!``, so nothing can
+    reach Python; powers only of short exponents, so that ``9**9**9**9`` cannot hang the run; 200 characters at most.
+    """
+    if len(expression) > 200 or not _SAFE_CHARS.fullmatch(expression):
+        return False
+    if any(len(name) > 1 and name not in _SAFE_NAMES for name in _NAME.findall(expression)):
+        return False
+    if re.search(r"[A-Za-z]\s*\.|\.\s*[A-Za-z]", expression):
+        return False
+    return expression.count("**") == len(_SAFE_POWER.findall(expression))
+
+
 def _sympy_equal(a: str, b: str) -> bool:
+    left_text, right_text = _latex_to_python(a), _latex_to_python(b)
+    if not (is_safe_expression(left_text) and is_safe_expression(right_text)):
+        return False
     try:
         import sympy
         from sympy.parsing.sympy_parser import (
@@ -117,8 +142,8 @@ def _sympy_equal(a: str, b: str) -> bool:
         return False
     transformations = (*standard_transformations, implicit_multiplication_application)
     try:
-        left = parse_expr(_latex_to_python(a), transformations=transformations, evaluate=True)
-        right = parse_expr(_latex_to_python(b), transformations=transformations, evaluate=True)
+        left = parse_expr(left_text, transformations=transformations, evaluate=True)
+        right = parse_expr(right_text, transformations=transformations, evaluate=True)
         return bool(sympy.simplify(left - right) == 0)
     except Exception:  # sympy raises many kinds of errors on text it cannot read
         return False
