@@ -21,7 +21,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiohttp import ClientSession, ClientTimeout, web
+
 FAULTS = ("429", "500", "503", "truncated", "slow", "drop")
+SESSION = web.AppKey("session", ClientSession)
 
 
 @dataclass
@@ -54,6 +57,7 @@ class FaultProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._error: BaseException | None = None
 
     @property
     def base_url(self) -> str:
@@ -100,12 +104,9 @@ class FaultProxy:
             return response.status, await response.read(), response.headers.get("Content-Type", "application/json")
 
     def _app(self) -> Any:
-        from aiohttp import ClientSession, ClientTimeout, web
-
-        session_key = web.AppKey("session", ClientSession)
 
         async def models(request: web.Request) -> web.Response:
-            status, body, ctype = await self._forward(request.app[session_key], "GET", "/v1/models", None)
+            status, body, ctype = await self._forward(request.app[SESSION], "GET", "/v1/models", None)
             return web.Response(status=status, body=body, content_type=ctype.split(";")[0])
 
         async def completions(request: web.Request) -> web.StreamResponse:
@@ -132,7 +133,7 @@ class FaultProxy:
             if outcome == "slow":
                 self._record(key, attempt, outcome)
                 await asyncio.sleep(self.slow_seconds)
-            status, body, ctype = await self._forward(request.app[session_key], "POST", "/v1/completions", raw)
+            status, body, ctype = await self._forward(request.app[SESSION], "POST", "/v1/completions", raw)
             if outcome == "truncated":
                 self._record(key, attempt, outcome)
                 return web.Response(status=200, body=body[: len(body) // 2], content_type="application/json")
@@ -141,10 +142,10 @@ class FaultProxy:
             return web.Response(status=status, body=body, content_type=ctype.split(";")[0])
 
         async def start_session(app: web.Application) -> None:
-            app[session_key] = ClientSession(timeout=ClientTimeout(total=600))
+            app[SESSION] = ClientSession(timeout=ClientTimeout(total=600))
 
         async def close_session(app: web.Application) -> None:
-            await app[session_key].close()
+            await app[SESSION].close()
 
         app = web.Application()
         app.router.add_get("/v1/models", models)
@@ -154,9 +155,14 @@ class FaultProxy:
         return app
 
     def start(self) -> FaultProxy:
-        from aiohttp import web
-
         def serve() -> None:
+            try:
+                run()
+            except BaseException as exc:  # reported by start(), not lost in the thread
+                self._error = exc
+                self._ready.set()
+
+        def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
             runner = web.AppRunner(self._app(), handle_signals=False)
@@ -173,8 +179,8 @@ class FaultProxy:
 
         self._thread = threading.Thread(target=serve, name="fault-proxy", daemon=True)
         self._thread.start()
-        if not self._ready.wait(30):
-            raise RuntimeError("the fault proxy did not start")
+        if not self._ready.wait(30) or self._error is not None:
+            raise RuntimeError(f"the fault proxy did not start: {self._error!r}")
         return self
 
     def stop(self) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("aiohttp", reason="the fault proxy needs aiohttp (pip install 'userturn[reliability]')")
 from conftest import REPO, assert_one_line_error, child_env, read_samples, store_rows, stored, userturn
 from fault_proxy import FAULTS, FaultProxy
 
