@@ -117,7 +117,7 @@ GOLD_CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str]]] = [
     ("gold-malformed-line", {"g.jsonl": jsonl(GOLD) + "{not json\n"},
      ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:2", "not valid JSON"]),
     ("gold-not-utf8", {"g.jsonl": b'{"query": "caf\xe9"}\n'},
-     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl", "utf-8"]),
+     ["validate-classifier", "--gold", "g.jsonl"], ["g.jsonl:1", "UTF-8"]),
     ("gold-missing-file", {}, ["validate-classifier", "--gold", "none.jsonl"], ["none.jsonl", "not found"]),
     ("classify-input-wrong-type", {"i.jsonl": jsonl({"query": "q", "response": "r", "user_turn": 5})},
      ["classify", "--input", "i.jsonl", "--out", "o.jsonl"], ["i.jsonl:1", "user_turn"]),
