@@ -138,6 +138,9 @@ def run(
         sys.stdout.write((result.out / "summary.json").read_text(encoding="utf-8"))
         return
     typer.echo(markdown_table(result.rows))
+    if result.nothing_to_do:
+        typer.echo(f"\nnothing to do: {result.out}/ already holds this run ({result.sample_count} user turns)")
+        return
     retried = f", {result.retries} server request(s) retried" if result.retries else ""
     typer.echo(f"\n{len(result.labeled)} user turns, {result.generated} newly generated{retried}; "
                f"results in {result.out}/ (samples.jsonl, summary.json)")
