@@ -173,8 +173,16 @@ def _gumbel(uniform: Any) -> Any:
 
 
 def _slab_cache(num_layers: int, capacity: int) -> Any:
-    """A DynamicCache whose layers write in place into buffers of ``capacity`` positions."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer
+    """A DynamicCache whose layers write in place into buffers of ``capacity`` positions.
+
+    transformers releases without cache layer classes (before 4.56) get a plain DynamicCache.
+    """
+    from transformers.cache_utils import DynamicCache
+
+    try:
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:
+        return DynamicCache()
 
     class SlabLayer(DynamicLayer):
         """Keys and values live in one preallocated buffer; ``update`` copies the new positions in."""
@@ -344,6 +352,8 @@ class TransformersBackend:
         # transformers 5.x renamed the forward argument `past_key_values` to `cache`.
         forward_args = inspect.signature(self.model.forward).parameters
         self.cache_arg = "cache" if "cache" in forward_args else "past_key_values"
+        keep = next((n for n in ("logits_to_keep", "num_logits_to_keep") if n in forward_args), None)
+        self.last_logits_only = {keep: 1} if keep else {}
 
     @property
     def tokenizer(self) -> Any:
@@ -424,7 +434,7 @@ class TransformersBackend:
         positions = (attention[:, :width].cumsum(-1) - 1).clamp(min=0)
         cache = _slab_cache(self.num_layers, capacity)
         out = self.model(input_ids=input_ids.to(self.device), attention_mask=attention[:, :width],
-                         position_ids=positions, use_cache=True, logits_to_keep=1, **{self.cache_arg: cache})
+                         position_ids=positions, use_cache=True, **self.last_logits_only, **{self.cache_arg: cache})
         logits = out.logits[:, -1, :].float()
         return logits, cache, attention, positions[:, -1]
 
