@@ -99,12 +99,13 @@ def finished_run(config: RunConfig, items: list[Item], out: Path) -> RunResult |
         return None
     if meta.get("status") != "complete" or meta.get("fingerprint") != config.fingerprint():
         return None
-    if not (out / "samples.jsonl").is_file() or meta.get("completion") is None:
+    if not all((out / name).is_file() for name in ("samples.jsonl", "summary.md")) or not meta.get("completion"):
         return None
     if meta["completion"] != completion_check(config, items):
         return None
-    summary["generated"] = 0
-    write_json(out / "summary.json", summary)
+    if summary.get("generated") != 0:  # what this run generated, as a full pass over the store would say
+        summary["generated"] = 0
+        write_json(out / "summary.json", summary)
     return RunResult(out=out, rows=summary.get("rows", []), labeled=[], generated=0,
                      samples=int(meta.get("samples", 0)), nothing_to_do=True)
 
