@@ -61,13 +61,14 @@ def test_completions_do_not_depend_on_the_batch_size(smol_backend, user_turn_req
     assert len(set(samples)) > 1, "three samples at temperature 1 with different seeds should differ"
 
 
-def test_rows_per_batch_follows_the_memory_available(smol_backend):
+def test_rows_per_batch_follows_the_memory_available_and_the_token_budget(smol_backend):
     b = smol_backend
     per_row = b.kv_bytes_per_token * (300 + 64) + b.activation_bytes_per_token * 300 + 16 * b.vocab_size
     assert b.rows_per_batch(300, 64, available=1 << 40) == 64
     assert b.rows_per_batch(300, 64, available=int(per_row * 10.5 / 0.5)) == 10  # half the free memory
     assert b.rows_per_batch(3000, 64, available=int(per_row * 10.5 / 0.5)) < 10  # longer prompts, fewer rows
     assert smol_backend.rows_per_batch(300, 64, available=0) == 1
+    assert b.rows_per_batch(1000, 24, available=1 << 40) == 24576 // 1024  # the KV token budget of one batch
     smol_backend.batch_size = 8
     try:
         assert smol_backend.rows_per_batch(300, 64, available=1 << 40) == 8

@@ -36,10 +36,14 @@ from userturn.templates import require_chat_template, turn_end
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16"}
 DEFAULT_MAX_ROWS = 64
+# Tokens of KV cache per batch (rows x (prompt + new tokens)); 1.1 GB for the embedded model in float32.
+DEFAULT_TOKEN_BUDGET = 24576
 # Share of the available memory one batch may take (the rest is for the OS, the store, other jobs).
 MEMORY_SHARE = 0.5
 # Tokens whose Gumbel noise is drawn at every sampling step (the full vocabulary only in the tail case).
 CANDIDATES = 64
+# Prompt tokens per prefill forward pass (rows x padded width); bounds the activation memory of a batch.
+PREFILL_TOKENS = 8192
 
 
 def _pick_device(device: str) -> str:
@@ -172,10 +176,12 @@ def _gumbel(uniform: Any) -> Any:
     return -(-uniform.clamp(min=1e-12).log()).log()
 
 
-def _slab_cache(num_layers: int, capacity: int) -> Any:
-    """A DynamicCache whose layers write in place into buffers of ``capacity`` positions.
+def _slab_cache(num_layers: int, capacity: int, rows: int) -> Any:
+    """A DynamicCache whose layers write in place into buffers of ``rows`` x ``capacity`` positions.
 
-    transformers releases without cache layer classes (before 4.56) get a plain DynamicCache.
+    ``cache.userturn_span`` (``[first, end]``) selects the rows the next forward pass covers, so that
+    a batch can be prefilled a group of rows at a time. transformers releases without cache layer
+    classes (before 4.56) get a plain DynamicCache (and no ``userturn_span``).
     """
     from transformers.cache_utils import DynamicCache
 
@@ -192,7 +198,7 @@ def _slab_cache(num_layers: int, capacity: int) -> Any:
             self.length = 0
 
         def lazy_initialization(self, key_states: Any, value_states: Any) -> None:
-            rows, heads, _, dim = key_states.shape
+            _, heads, _, dim = key_states.shape
             self.device = key_states.device
             self.key_buffer = key_states.new_empty((rows, heads, capacity, dim))
             self.value_buffer = value_states.new_empty((rows, value_states.shape[1], capacity,
@@ -202,12 +208,13 @@ def _slab_cache(num_layers: int, capacity: int) -> Any:
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
+            first, last = span
             end = self.length + key_states.shape[-2]
-            self.key_buffer[:, :, self.length:end].copy_(key_states)
-            self.value_buffer[:, :, self.length:end].copy_(value_states)
+            self.key_buffer[first:last, :, self.length:end].copy_(key_states)
+            self.value_buffer[first:last, :, self.length:end].copy_(value_states)
             self.length = end
-            self.keys = self.key_buffer[:, :, :end]
-            self.values = self.value_buffer[:, :, :end]
+            self.keys = self.key_buffer[first:last, :, :end]
+            self.values = self.value_buffer[first:last, :, :end]
             return self.keys, self.values
 
         def get_seq_length(self) -> int:
@@ -218,12 +225,15 @@ def _slab_cache(num_layers: int, capacity: int) -> Any:
                 return
             self.key_buffer = self.key_buffer.index_select(0, indices)
             self.value_buffer = self.value_buffer.index_select(0, indices)
+            span[0], span[1] = 0, len(indices)
             self.keys = self.key_buffer[:, :, :self.length]
             self.values = self.value_buffer[:, :, :self.length]
 
+    span = [0, rows]
     cache = DynamicCache()
     cache.layers = [SlabLayer() for _ in range(num_layers)]
     cache.layer_class_to_replicate = None
+    cache.userturn_span = span
     return cache
 
 
@@ -282,14 +292,15 @@ class TransformersBackend:
         threads: CPU threads for torch; 0 keeps torch's default.
         trust_remote_code: allow model repositories to run their own Python code (off by default).
         allow_pickle: allow ``.bin`` (pickle) weights; only safetensors/GGUF load otherwise.
-        token_budget: when > 0, also cap rows × (prompt + new tokens) per batch at this many tokens.
+        token_budget: cap rows × (prompt + new tokens) per batch at this many tokens (0: no cap), so that
+            the KV cache of one batch, hence peak memory, does not grow with the longest prompt of a run.
         share_prefix: prefill each distinct prompt once per batch and share its cache (on by default;
             off only to measure what sharing saves).
     """
 
     def __init__(self, model: str, *, device: str = "auto", dtype: str = "auto", batch_size: int = 0,
                  threads: int = 0, trust_remote_code: bool = False, allow_pickle: bool = False,
-                 token_budget: int = 0, share_prefix: bool = True) -> None:
+                 token_budget: int = DEFAULT_TOKEN_BUDGET, share_prefix: bool = True) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -431,12 +442,26 @@ class TransformersBackend:
             input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
             attention[row, width - len(ids):width] = 1
         attention = attention.to(self.device)
+        input_ids = input_ids.to(self.device)
         positions = (attention[:, :width].cumsum(-1) - 1).clamp(min=0)
-        cache = _slab_cache(self.num_layers, capacity)
-        out = self.model(input_ids=input_ids.to(self.device), attention_mask=attention[:, :width],
-                         position_ids=positions, use_cache=True, **self.last_logits_only, **{self.cache_arg: cache})
-        logits = out.logits[:, -1, :].float()
-        return logits, cache, attention, positions[:, -1]
+        cache = _slab_cache(self.num_layers, capacity, len(prompts))
+        span = getattr(cache, "userturn_span", None)
+        # A bounded number of prompt tokens per forward pass keeps activation memory flat.
+        group = max(1, PREFILL_TOKENS // width) if span is not None else len(prompts)
+        logits = []
+        for first in range(0, len(prompts), group):
+            last = min(len(prompts), first + group)
+            if span is not None:
+                span[0], span[1] = first, last
+                for layer in cache.layers:
+                    layer.length = 0
+            out = self.model(input_ids=input_ids[first:last], attention_mask=attention[first:last, :width],
+                             position_ids=positions[first:last], use_cache=True, **self.last_logits_only,
+                             **{self.cache_arg: cache})
+            logits.append(out.logits[:, -1, :].float())
+        if span is not None:
+            span[0], span[1] = 0, len(prompts)
+        return torch.cat(logits), cache, attention, positions[:, -1]
 
     def _generate_batch(self, requests: Sequence[GenerationRequest], encoded: list[list[int]],
                         batch: list[tuple[int, int]]) -> list[Completion]:
