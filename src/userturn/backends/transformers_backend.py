@@ -221,13 +221,27 @@ def _slab_cache(num_layers: int, capacity: int, rows: int) -> Any:
             return self.length
 
         def batch_select_indices(self, indices: Any) -> None:
+            """Keep rows ``indices`` (ascending), moved to the front of the buffer in place: no second buffer."""
             if not self.is_initialized:
                 return
-            self.key_buffer = self.key_buffer.index_select(0, indices)
-            self.value_buffer = self.value_buffer.index_select(0, indices)
+            for target, source in enumerate(indices.tolist()):
+                if source != target:  # source >= target: rows not yet moved are never overwritten
+                    self.key_buffer[target].copy_(self.key_buffer[source])
+                    self.value_buffer[target].copy_(self.value_buffer[source])
             span[0], span[1] = 0, len(indices)
-            self.keys = self.key_buffer[:, :, :self.length]
-            self.values = self.value_buffer[:, :, :self.length]
+            self.keys = self.key_buffer[:len(indices), :, :self.length]
+            self.values = self.value_buffer[:len(indices), :, :self.length]
+
+        def spread(self, owner: list[int]) -> None:
+            """Row ``r`` becomes a copy of row ``owner[r]`` (``owner`` non-decreasing, ``owner[r] <= r``), in place."""
+            for target in range(len(owner) - 1, -1, -1):
+                source = owner[target]
+                if source != target:  # only rows after `target` were written so far, and source <= target
+                    self.key_buffer[target].copy_(self.key_buffer[source])
+                    self.value_buffer[target].copy_(self.value_buffer[source])
+            span[0], span[1] = 0, len(owner)
+            self.keys = self.key_buffer[:len(owner), :, :self.length]
+            self.values = self.value_buffer[:len(owner), :, :self.length]
 
     span = [0, rows]
     cache = DynamicCache()
@@ -431,8 +445,12 @@ class TransformersBackend:
                 progress(done, tokens)
         return [[c for c in per if c is not None] for per in results]
 
-    def _prefill(self, prompts: list[list[int]], capacity: int) -> tuple[Any, Any, Any, Any]:
-        """Run the prompts (left-padded) through the model; returns logits, cache, mask and positions."""
+    def _prefill(self, prompts: list[list[int]], capacity: int, rows: int) -> tuple[Any, Any, Any, Any]:
+        """Run the prompts (left-padded) through the model; returns logits, cache, mask and positions.
+
+        The cache has room for ``rows`` rows (the prompts fill the first ones), so that sharing a
+        prompt with more rows later needs no second buffer.
+        """
         import torch
 
         width = max(len(ids) for ids in prompts)
@@ -444,7 +462,7 @@ class TransformersBackend:
         attention = attention.to(self.device)
         input_ids = input_ids.to(self.device)
         positions = (attention[:, :width].cumsum(-1) - 1).clamp(min=0)
-        cache = _slab_cache(self.num_layers, capacity, len(prompts))
+        cache = _slab_cache(self.num_layers, capacity, rows)
         span = getattr(cache, "userturn_span", None)
         # A bounded number of prompt tokens per forward pass keeps activation memory flat.
         group = max(1, PREFILL_TOKENS // width) if span is not None else len(prompts)
@@ -492,10 +510,14 @@ class TransformersBackend:
             prompts = [encoded[ri] for ri, _ in batch]
             owner = list(range(len(batch)))
         began = self._clock()
-        logits, cache, attention, last_position = self._prefill(prompts, capacity)
+        logits, cache, attention, last_position = self._prefill(prompts, capacity, len(batch))
         if len(prompts) != len(batch):
             index = torch.tensor(owner, dtype=torch.long, device=self.device)
-            cache.batch_select_indices(index)
+            if hasattr(cache, "userturn_span"):
+                for layer in cache.layers:
+                    layer.spread(owner)
+            else:
+                cache.batch_select_indices(index)
             logits, attention, last_position = logits[index], attention[index], last_position[index]
         prefilled = self._clock()
         self.stats["prefill_seconds"] += prefilled - began
