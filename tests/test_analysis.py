@@ -57,6 +57,12 @@ def test_a_consistent_drop_against_an_expected_rise_is_reported_as_opposite():
     assert (row["effect"], row["ci_low"], row["ci_high"], row["verdict"]) == (-1.0, -1.0, -1.0, "opposite")
 
 
+def test_turns_a_judge_failed_to_label_are_left_out_of_the_rates():
+    samples = arm("none", {"a": 1}) + [sample("a", "judge_error")] + arm("truncate", {"a": 2})
+    (row,) = effect_rows(samples, n_boot=50)
+    assert (row["control_rate"], row["effect"]) == (0.5, 0.5)
+
+
 def test_effects_need_a_control():
     assert effect_rows(arm("truncate", {"a": 1})) == []
 

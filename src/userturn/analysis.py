@@ -7,7 +7,8 @@ used here are ``model``, ``user_model``, ``dataset``, ``perturbation``, ``temper
 ``item_id``, ``label``, ``correct`` and, for the reference table, ``reference_user_turn``,
 ``reference_label`` and ``user_turn``.
 
-Every bootstrap is seeded from the run seed and the row's own key, so a row's interval does not
+Turns without one of the seven labels (a judge that failed) are left out of every rate, as in
+the summary rows. Every bootstrap is seeded from the run seed and the row's own key, so a row's interval does not
 depend on which other rows are in the table.
 """
 
@@ -19,6 +20,7 @@ from itertools import combinations
 from typing import Any
 
 from userturn.perturbations import expected_direction
+from userturn.records import LABELS
 from userturn.stats import (
     DEFAULT_BOOTSTRAP,
     any_in_k_rate,
@@ -45,6 +47,11 @@ def row_seed(seed: int, *parts: object) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
+def labelled(samples: Iterable[Sample]) -> list[Sample]:
+    """The samples that carry one of the seven labels (not a judge failure)."""
+    return [s for s in samples if s["label"] in LABELS]
+
+
 def group_key(sample: Sample) -> GroupKey:
     return (sample["model"], sample.get("user_model") or sample["model"], sample["dataset"],
             sample["perturbation"], float(sample["temperature"]))
@@ -56,7 +63,7 @@ def item_counts(samples: Iterable[Sample], success: Callable[[Sample], bool] | N
     ``(successes, samples)``, where a success is a ``follow_up`` label unless ``success`` says otherwise."""
     is_success = success or (lambda s: s["label"] == FOLLOW_UP)
     groups: dict[GroupKey, dict[str, list[int]]] = {}
-    for s in samples:
+    for s in labelled(samples):
         counts = groups.setdefault(group_key(s), {}).setdefault(str(s["item_id"]), [0, 0])
         counts[0] += int(bool(is_success(s)))
         counts[1] += 1
@@ -199,7 +206,7 @@ def reference_rows(samples: Sequence[Sample], *, embed: Embedder | None = None, 
     bootstrap over items) and, when ``embed`` is given, ``semantic_similarity`` (cosine of sentence
     embeddings, same averaging).
     """
-    usable = [s for s in samples if s["perturbation"] == CONTROL and s.get("reference_user_turn")]
+    usable = [s for s in labelled(samples) if s["perturbation"] == CONTROL and s.get("reference_user_turn")]
     by_group: dict[GroupKey, list[Sample]] = {}
     for s in usable:
         by_group.setdefault(group_key(s), []).append(s)
@@ -209,8 +216,8 @@ def reference_rows(samples: Sequence[Sample], *, embed: Embedder | None = None, 
         vectors = dict(zip(texts, embed(texts), strict=True))
     rows = []
     for key, members in by_group.items():
-        labelled = [s for s in members if s.get("reference_label")]
-        agreement = item_counts(labelled, lambda s: s["label"] == s["reference_label"]).get(key, {})
+        with_reference = [s for s in members if s.get("reference_label")]
+        agreement = item_counts(with_reference, lambda s: s["label"] == s["reference_label"]).get(key, {})
         agree = clustered_rate_interval(list(agreement.values()), n_boot=n_boot, seed=row_seed(seed, *key, "agree"))
         per_item: dict[str, list[float]] = {}
         semantic: dict[str, list[float]] = {}
@@ -248,7 +255,7 @@ def _per_item(samples: Sequence[Sample], dataset: str, temperature: float) -> tu
     """Follow-up counts and verdicts per item of one run's control samples at one dataset × temperature."""
     counts: dict[str, list[int]] = {}
     verdicts: dict[str, bool] = {}
-    for s in samples:
+    for s in labelled(samples):
         if s["perturbation"] != CONTROL or s["dataset"] != dataset or float(s["temperature"]) != temperature:
             continue
         item = str(s["item_id"])
@@ -319,7 +326,7 @@ def paired_run_rows(first: Sequence[Sample], second: Sequence[Sample], *, n_boot
     def index(samples: Sequence[Sample]) -> dict[tuple[str, str, float], tuple[dict[str, list[int]],
                                                                                 dict[str, bool]]]:
         table: dict[tuple[str, str, float], tuple[dict[str, list[int]], dict[str, bool]]] = {}
-        for s in samples:
+        for s in labelled(samples):
             key = (s["dataset"], s["perturbation"], float(s["temperature"]))
             counts, verdicts = table.setdefault(key, ({}, {}))
             c = counts.setdefault(str(s["item_id"]), [0, 0])
