@@ -181,3 +181,19 @@ def test_build_contexts_skips_items_a_perturbation_does_not_apply_to_and_records
                        ("truncate", "i1")}
     assert by[("truncate", "i1")].options == {"fraction": 0.25}
     assert by[("truncate", "i1")].messages[-1].content == "A"
+
+
+def test_the_classifier_sees_the_context_the_user_model_saw():
+    from userturn.records import UserTurn, UserTurnContext
+    from userturn.stages.classify import classify_input
+
+    s = scored("a", "It is 5.", query="How much is 2 + 3?")
+    inputs = {}
+    for name in ("none", "no_context", "empty_response"):
+        context = UserTurnContext(scored=s, perturbation=name, messages=apply(name, s))
+        turn = UserTurn(context=context, user_model="m", prompt="p", temperature=0.0, sample_index=0, seed=0,
+                        text="Why 5?", finish_reason="stop")
+        inputs[name] = classify_input(turn)
+    assert (inputs["none"].query, inputs["none"].response) == ("How much is 2 + 3?", "It is 5.")
+    assert (inputs["no_context"].query, inputs["no_context"].response) == ("", "")
+    assert (inputs["empty_response"].query, inputs["empty_response"].response) == ("How much is 2 + 3?", "")
