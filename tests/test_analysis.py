@@ -174,3 +174,32 @@ def test_paired_run_rows_use_the_items_both_runs_have():
     (row,) = paired_run_rows(first, second, n_boot=100)
     assert (row["n_items"], row["rate_a"], row["rate_b"], row["rate_difference"]) == (2, 0.0, 1.0, 1.0)
     assert row["accuracy_a"] is None
+
+
+def test_reference_turns_are_labelled_once_per_item_by_the_run_classifier():
+    from userturn.classifiers import load_classifier
+    from userturn.pipeline import attach_reference_labels
+    from userturn.records import (
+        AssistantTurn,
+        Item,
+        Label,
+        LabeledTurn,
+        Message,
+        ScoredTurn,
+        UserTurn,
+        UserTurnContext,
+        Verdict,
+    )
+
+    item = Item(id="q1", dataset="mtbench", messages=(Message("user", "Write a haiku about autumn leaves."),),
+                reference_user_turn="Thanks, that's lovely!")
+    turn = AssistantTurn(item=item, model="m", prompt="p", response="Red leaves drift and fall", 
+                         response_visible="Red leaves drift and fall", finish_reason="stop")
+    context = UserTurnContext(scored=ScoredTurn(turn, Verdict(None)), perturbation="none", messages=turn.context)
+    labeled = [LabeledTurn(UserTurn(context, "m", "p", 1.0, i, i, "Why red?", "stop"), Label("follow_up", "r"))
+               for i in range(2)]
+    samples = [lt.to_sample() for lt in labeled]
+    attach_reference_labels(samples, labeled, load_classifier("rules"), [])
+    assert [s["reference_label"] for s in samples] == ["acknowledgement", "acknowledgement"]
+    (row,) = reference_rows(samples, n_boot=50)
+    assert row["label_agreement"] == 0.0 and row["reference_follow_up_rate"] == 0.0
