@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -84,9 +85,9 @@ MIN_FREE_BYTES = 8 * 1024 * 1024
 def _check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # A unique name: two processes sharing one output directory must not remove each other's probe.
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
         free = shutil.disk_usage(out).free
     except OSError as exc:
         raise OutputError(f"cannot write to the output directory {out}: {exc.strerror or exc}") from exc
