@@ -44,6 +44,10 @@ class RunConfig(BaseModel):
     user_max_new_tokens: int = 64
     thinking: Literal["auto", "on", "off"] = "auto"
     perturbations: list[str] = Field(default_factory=lambda: ["none"])
+    perturbation_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per-perturbation options, e.g. {truncate: {fraction: 0.3}}")
+    responses: Path | None = Field(None, description="JSONL of assistant responses (item id + response) used "
+                                   "instead of generating them")
     classifier: str = "rules"
     batch_size: int = 0
     seed: int = 0

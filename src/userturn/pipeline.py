@@ -13,21 +13,24 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from userturn import __version__, crashpoints
+from userturn.analysis import add_rate_details, conditional_rows, effect_rows, effects_table, reference_rows
 from userturn.backends import Backend, load_backend
-from userturn.classifiers import load_classifier
+from userturn.classifiers import Classifier, ClassifyInput, load_classifier
 from userturn.config import RunConfig
 from userturn.datasets import LoadOptions, load_items
 from userturn.errors import ConfigError, OutputError, RunInterrupted, UserturnError
 from userturn.models import resolve_model
 from userturn.output import write_atomic, write_json, write_jsonl
-from userturn.perturbations import get_perturbation
+from userturn.perturbations import check_all_options
 from userturn.progress import Reporter
 from userturn.records import Item, LabeledTurn, SamplingParams
+from userturn.responses import apply_responses, read_responses
 from userturn.stages.aggregate import markdown_table, summarize
 from userturn.stages.assistant import run_assistant_stage
 from userturn.stages.classify import run_classify_stage
@@ -49,6 +52,7 @@ class RunResult:
     retries: int = 0
     samples: int | None = None  # set when the run was already complete and nothing was loaded
     nothing_to_do: bool = False
+    summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sample_count(self) -> int:
@@ -107,7 +111,7 @@ def finished_run(config: RunConfig, items: list[Item], out: Path) -> RunResult |
         summary["generated"] = 0
         write_json(out / "summary.json", summary)
     return RunResult(out=out, rows=summary.get("rows", []), labeled=[], generated=0,
-                     samples=int(meta.get("samples", 0)), nothing_to_do=True)
+                     samples=int(meta.get("samples", 0)), nothing_to_do=True, summary=summary)
 
 
 def choose_run_dir(config: RunConfig, runs_root: Path = Path("runs")) -> tuple[Path, bool]:
@@ -144,9 +148,9 @@ MIN_FREE_BYTES = 8 * 1024 * 1024
 def _check_writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # A unique name: two processes sharing one output directory must not remove each other's probe.
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
         free = shutil.disk_usage(out).free
     except OSError as exc:
         raise OutputError(f"cannot write to the output directory {out}: {exc.strerror or exc}") from exc
@@ -208,12 +212,16 @@ def _setup_log(out: Path) -> logging.Handler:
 def run_probe(config: RunConfig, reporter: Reporter | None = None, runs_root: Path = Path("runs")) -> RunResult:
     """Run the whole probe for ``config`` and write the outputs; returns the summary rows and samples."""
     reporter = reporter or Reporter(quiet=True)
-    for name in config.perturbations:  # fail on a typo before loading any model
-        get_perturbation(name)
+    check_all_options(config.perturbations, config.perturbation_options)  # typos fail before any model loads
     load_classifier(config.classifier)
     items = load_run_items(config)
     if not items:
         raise ConfigError("no items to run: the dataset is empty or --limit is 0")
+    if config.responses is not None:
+        items, missing = apply_responses(items, read_responses(config.responses), config.responses)
+        if missing:
+            reporter.info(f"{len(missing)} item(s) have no response in {config.responses} and are left out "
+                          f"(first: {missing[0].dataset}/{missing[0].id})")
     out, reused = choose_run_dir(config, runs_root)
     if reused:
         finished = finished_run(config, items, out)
@@ -287,7 +295,10 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
     with reporter.stage("verify", len(turns)) as hook:
         scored = run_verify_stage(turns)
         hook(len(scored), 0)
-    contexts = build_contexts(scored, config.perturbations)
+    if config.responses is not None:  # the assistant is the file, not the loaded model
+        label = f"file:{config.responses.name}"
+        scored = [replace(s, turn=replace(s.turn, model=label)) if not s.turn.generated else s for s in scored]
+    contexts = build_contexts(scored, config.perturbations, config.perturbation_options, config.seed)
     planned = len(contexts) * len(plan_samples(config.temperatures, config.samples))
     with reporter.stage("user turn", planned, unit="turns") as hook:
         user_turns = run_user_turn_stage(
@@ -299,14 +310,17 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
         labeled = run_classify_stage(user_turns, classifier, special)
         hook(len(labeled), 0)
     crashpoints.reached("classify", len(labeled))
-    rows = summarize(labeled)
-    write_jsonl(out / "samples.jsonl", (lt.to_sample() for lt in labeled))
+    samples = [lt.to_sample() for lt in labeled]
+    attach_reference_labels(samples, labeled, classifier, special)
+    rows = add_rate_details(summarize(labeled), samples, seed=config.seed)
+    write_jsonl(out / "samples.jsonl", samples)
     crashpoints.reached("samples.jsonl")
     retries = sum(int(getattr(b, "retries", 0) or 0) for b in {id(assistant_backend): assistant_backend,
                                                                  id(user_backend): user_backend}.values())
     if retries:
         reporter.info(f"the backend retried {retries} failed request(s); every sample is accounted for")
     summary = {"userturn_version": __version__, "config": config.model_dump(mode="json"), "rows": rows,
+               **analysis_tables(samples, seed=config.seed),
                "generated": store.inserted, "backend_retries": retries, "timing": reporter.timings}
     write_json(out / "summary.json", summary)
     crashpoints.reached("summary.json")
@@ -314,11 +328,48 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
                 generated=store.inserted, samples=len(labeled), backend_retries=retries,
                 completion=completion_check(config, items))
     write_json(out / "run.json", meta)
-    write_atomic(out / "summary.md", markdown_table(rows) + "\n")
+    markdown = markdown_table(rows) + "\n"
+    if summary["effects"]:
+        markdown += "\n" + effects_table(summary["effects"]) + "\n"
+    write_atomic(out / "summary.md", markdown)
     log.info("run complete: %d samples, %d new generations", len(labeled), store.inserted)
     generated = store.inserted
     if os.environ.get("USERTURN_KEEP_MODELS") != "1":
         for backend in {id(assistant_backend): assistant_backend, id(user_backend): user_backend}.values():
             backend.close()
     return RunResult(out=out, rows=rows, labeled=labeled, generated=generated, timings=reporter.timings,
-                     retries=retries)
+                     retries=retries, summary=summary)
+
+
+def attach_reference_labels(samples: list[dict[str, Any]], labeled: list[LabeledTurn], classifier: Classifier,
+                            special: list[str]) -> None:
+    """Add ``reference_label`` to every sample: the run's classifier's label of the item's human next
+    turn in the control context (None where the dataset has no reference turn). One call per item."""
+    wanted: dict[tuple[str, str], ClassifyInput] = {}
+    for lt in labeled:
+        turn = lt.user_turn.context.scored.turn
+        reference = turn.item.reference_user_turn
+        if reference and (turn.item.dataset, turn.item.id) not in wanted:
+            wanted[(turn.item.dataset, turn.item.id)] = ClassifyInput(
+                query=turn.item.query, response=turn.response_visible, user_turn=reference,
+                special_tokens=tuple(special))
+    keys = list(wanted)
+    labels = dict(zip(keys, classifier.classify([wanted[k] for k in keys]), strict=True)) if keys else {}
+    for sample in samples:
+        label = labels.get((sample["dataset"], sample["item_id"]))
+        sample["reference_label"] = label.label if label else None
+
+
+def analysis_tables(samples: list[dict[str, Any]], *, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """The tables summary.json carries next to ``rows``: perturbation effects, follow-up rate by
+    correctness, and agreement with the human reference (empty lists where they do not apply)."""
+    embed = None
+    if any(s.get("reference_user_turn") for s in samples):
+        from userturn.embeddings import load_embedder
+
+        embed = load_embedder()
+    return {
+        "effects": effect_rows(samples, seed=seed),
+        "conditional": conditional_rows(samples, seed=seed),
+        "reference": reference_rows(samples, embed=embed, seed=seed),
+    }

@@ -174,6 +174,7 @@ class UserTurnContext:
     scored: ScoredTurn
     perturbation: str
     messages: tuple[Message, ...]
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,7 @@ class LabeledTurn:
             "model": turn.model,
             "user_model": ut.user_model,
             "perturbation": ctx.perturbation,
+            "perturbation_options": dict(ctx.options),
             "temperature": ut.temperature,
             "sample_index": ut.sample_index,
             "seed": ut.seed,

