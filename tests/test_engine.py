@@ -74,3 +74,14 @@ def test_rows_per_batch_follows_the_memory_available_and_the_token_budget(smol_b
         assert smol_backend.rows_per_batch(300, 64, available=1 << 40) == 8
     finally:
         smol_backend.batch_size = 0
+
+
+def test_the_engine_version_is_part_of_the_store_key(smol_backend):
+    from dataclasses import replace
+
+    from userturn.backends.transformers_backend import ENGINE_VERSION
+
+    identity = smol_backend.identity
+    assert identity.key()["engine"] == ENGINE_VERSION
+    assert replace(identity, engine="decode-loop/0").key() != identity.key()
+    assert "engine" not in replace(identity, engine="").key()  # backends without their own loop: key unchanged

@@ -35,6 +35,8 @@ from userturn.templates import require_chat_template, turn_end
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16"}
+# Bumped whenever the decode loop or the sampler changes what a seed produces (part of the store key).
+ENGINE_VERSION = "decode-loop/1"
 DEFAULT_MAX_ROWS = 64
 # Tokens of KV cache per batch (rows x (prompt + new tokens)); 1.1 GB for the embedded model in float32.
 DEFAULT_TOKEN_BUDGET = 24576
@@ -350,7 +352,7 @@ class TransformersBackend:
         if revision == "hub":
             revision = getattr(self.model.config, "_commit_hash", None) or "hub-unknown"
         self.identity = ModelIdentity(name=resolved.name, revision=revision, backend="transformers",
-                                      dtype=str(self.torch_dtype).removeprefix("torch."))
+                                      dtype=str(self.torch_dtype).removeprefix("torch."), engine=ENGINE_VERSION)
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
         extra = gen_eos if isinstance(gen_eos, list) else ([gen_eos] if gen_eos is not None else [])
         self.turn_end = turn_end(self._tokenizer, extra)
