@@ -20,6 +20,11 @@ def write_atomic(path: Path, text: str) -> None:
     Raises:
         OutputError: the folder is read-only or the disk is full; ``path`` keeps its old content, if any.
     """
+    _write_chunks(path, [text])
+
+
+def _write_chunks(path: Path, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` one after the other (never all in memory) to a temporary file, then rename it to ``path``."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -27,7 +32,8 @@ def write_atomic(path: Path, text: str) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for chunk in chunks:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -43,7 +49,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    """One JSON object per line, written atomically; ``rows`` is streamed, so memory does not grow with it."""
+    _write_chunks(path, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -8,6 +8,7 @@ directory. Each stage is a function in ``userturn.stages`` over plain records.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import logging
 import os
@@ -23,7 +24,8 @@ from userturn.backends import Backend, load_backend
 from userturn.classifiers import Classifier, ClassifyInput, load_classifier
 from userturn.config import RunConfig
 from userturn.datasets import LoadOptions, load_items
-from userturn.errors import ConfigError, OutputError, RunInterrupted
+from userturn.errors import ConfigError, OutputError, RunInterrupted, UserturnError
+from userturn.models import resolve_model
 from userturn.output import write_atomic, write_json, write_jsonl
 from userturn.perturbations import check_all_options
 from userturn.progress import Reporter
@@ -48,7 +50,68 @@ class RunResult:
     generated: int
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     retries: int = 0
+    samples: int | None = None  # set when the run was already complete and nothing was loaded
+    nothing_to_do: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sample_count(self) -> int:
+        return self.samples if self.samples is not None else len(self.labeled)
+
+
+def completion_check(config: RunConfig, items: list[Item]) -> dict[str, Any] | None:
+    """What must be unchanged for a finished run to be finished for ``config`` too, found without loading a model.
+
+    Returns None when that cannot be known cheaply (a hub model, a non-local backend, a GPU that
+    ``device=auto`` might pick): the run then goes through the stages, reading the store.
+    """
+    if config.backend != "transformers":
+        return None
+    if config.device == "auto" and any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")):
+        return None
+    revisions = {}
+    for name in dict.fromkeys([config.model, config.effective_user_model]):
+        try:
+            revision = resolve_model(name).revision
+        except UserturnError:
+            return None
+        if revision == "hub":
+            return None
+        revisions[name] = revision
+    items_json = json.dumps([i.to_dict() for i in items], sort_keys=True, default=str, ensure_ascii=False)
+    return {"items": hashlib.sha256(items_json.encode("utf-8")).hexdigest(), "models": revisions,
+            "code": _code_digest()}
+
+
+def _code_digest() -> str:
+    """A hash of userturn's own source, so that a changed classifier or verifier is never skipped."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in {".py", ".json", ".jsonl"} and path.is_file():
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def finished_run(config: RunConfig, items: list[Item], out: Path) -> RunResult | None:
+    """The result of the complete run of ``config`` in ``out``, or None when anything is missing or changed."""
+    try:
+        meta = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if meta.get("status") != "complete" or meta.get("fingerprint") != config.fingerprint():
+        return None
+    if not all((out / name).is_file() for name in ("samples.jsonl", "summary.md")) or not meta.get("completion"):
+        return None
+    if meta["completion"] != completion_check(config, items):
+        return None
+    if summary.get("generated") != 0:  # what this run generated, as a full pass over the store would say
+        summary["generated"] = 0
+        write_json(out / "summary.json", summary)
+    return RunResult(out=out, rows=summary.get("rows", []), labeled=[], generated=0,
+                     samples=int(meta.get("samples", 0)), nothing_to_do=True, summary=summary)
 
 
 def choose_run_dir(config: RunConfig, runs_root: Path = Path("runs")) -> tuple[Path, bool]:
@@ -159,10 +222,15 @@ def run_probe(config: RunConfig, reporter: Reporter | None = None, runs_root: Pa
         if missing:
             reporter.info(f"{len(missing)} item(s) have no response in {config.responses} and are left out "
                           f"(first: {missing[0].dataset}/{missing[0].id})")
+    out, reused = choose_run_dir(config, runs_root)
+    if reused:
+        finished = finished_run(config, items, out)
+        if finished is not None:
+            reporter.info(f"nothing to do: {out} already holds the complete results of this configuration")
+            return finished
     assistant_backend, user_backend = load_backends(config, reporter)
     # A template that cannot open a user turn fails here, before any generation, not after the assistant stage.
     user_header(user_backend.tokenizer, thinking=_thinking(config), model_name=user_backend.identity.name)
-    out, reused = choose_run_dir(config, runs_root)
     _check_writable(out)
     try:
         handler = _setup_log(out)
@@ -215,7 +283,7 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
             user_backend: Backend, store: Store, meta: dict[str, Any]) -> RunResult:
     classifier = load_classifier(config.classifier)
     thinking = _thinking(config)
-    chunk = config.batch_size if config.batch_size > 0 else 32
+    chunk = config.batch_size if config.batch_size > 0 else 64  # rows per commit; also the largest batch
     log.info("run %s: %d items, model %s, user model %s", out, len(items), config.model,
              config.effective_user_model)
 
@@ -257,7 +325,8 @@ def _stages(config: RunConfig, items: list[Item], out: Path, reporter: Reporter,
     write_json(out / "summary.json", summary)
     crashpoints.reached("summary.json")
     meta.update(status="complete", finished=_dt.datetime.now().isoformat(timespec="seconds"),
-                generated=store.inserted, samples=len(labeled), backend_retries=retries)
+                generated=store.inserted, samples=len(labeled), backend_retries=retries,
+                completion=completion_check(config, items))
     write_json(out / "run.json", meta)
     markdown = markdown_table(rows) + "\n"
     if summary["effects"]:

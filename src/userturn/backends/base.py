@@ -24,15 +24,21 @@ class ModelIdentity:
         backend: the engine name (``transformers``, ``llamacpp``, ...). Different engines never share
             stored generations, since their numerics differ.
         dtype: the compute dtype, for the same reason.
+        engine: the version of the backend's own generation code (decode loop, sampler), where it has
+            one; a new version never reuses generations stored by an old one. Empty: not in the key.
     """
 
     name: str
     revision: str
     backend: str
     dtype: str = "auto"
+    engine: str = ""
 
     def key(self) -> dict[str, str]:
-        return {"name": self.name, "revision": self.revision, "backend": self.backend, "dtype": self.dtype}
+        key = {"name": self.name, "revision": self.revision, "backend": self.backend, "dtype": self.dtype}
+        if self.engine:
+            key["engine"] = self.engine
+        return key
 
 
 ProgressCallback = Callable[[int, int], None]

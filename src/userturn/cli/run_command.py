@@ -175,6 +175,9 @@ def run(
         return
     typer.echo(markdown_table(result.rows))
     print_analysis(result.summary)
+    if result.nothing_to_do:
+        typer.echo(f"\nnothing to do: {result.out}/ already holds this run ({result.sample_count} user turns)")
+        return
     retried = f", {result.retries} server request(s) retried" if result.retries else ""
     typer.echo(f"\n{len(result.labeled)} user turns, {result.generated} newly generated{retried}; "
                f"results in {result.out}/ (samples.jsonl, summary.json)")
