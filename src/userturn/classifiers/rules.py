@@ -89,21 +89,51 @@ _REQUEST_VERBS = frozenset(
 )
 
 # Words whose meaning depends on the conversation: a question that uses them refers to the response.
+# Pronouns ("it", "they") and the demonstrative "that" are handled apart (see _refers_back): they
+# often point inside the turn itself ("a list that ...", "A car ... What is its speed?").
 _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:you said|you wrote|you mentioned|you used|you did|you got|you chose|you choose|you add|you multiply|"
     r"you divide|you group|you know|your (?:answer|response|reply|solution|explanation|example|list|code|story|"
-    r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation)|"
-    r"that|this|those|these|it|its|them|they|the above|above|previous|earlier|again|instead|another|"
-    r"same|one sentence|less|shorter|longer|simpler|which one|the two|the first one|double-check|verify|"
-    r"the (?:first|second|third|fourth|fifth|last|next|other) (?:one|step|part|tip|example|line|paragraph|film|sentence)|"
-    r"(?:step|tip|number|point|line|paragraph|example|option|item) ?#?\d+|#\d+|"
-    r"what about|what if|how about|how come|why not|in other words|in practical terms|simpler words|both|either)\b|"
-    r"^\s*(?:(?:can|could|would) you |please )?(?:add|rewrite|shorten|expand|rephrase|revise|change|edit|remove|"
-    r"make it|redo|continue|wrap it|explain)\b")
+    r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation|letter|"
+    r"version|result|draft|suggestions?|recommendations?)|"
+    r"the above|one sentence|which one|the two|the first one|double-check|"
+    r"(?:the|that|this) (?:first|second|third|fourth|fifth|last|next|other|final|middle|\d+(?:st|nd|rd|th)) "
+    r"(?:one|step|part|tip|example|line|paragraph|film|sentence|stanza|verse|item|point|option|book|answer|"
+    r"method|equation|bit|word|pair|term|factor|number)s?|"
+    r"(?:step|tip|number|point|line|paragraph|example|option|item|stanza) ?#?\d+|#\d+|"
+    r"(?:do|write|make|try|give me|show me|compose|create|draw|need|want|pick|recommend|suggest) "
+    r"(?:another |a (?:\w+ )?)?one\b(?!-| (?:of|more|paragraph|sentence|word|line|page|day|hour)\b)|"
+    r"(?:which|what) of (?:them|those|these)|any (?:\w+ )?ones|ones like|like that|"
+    r"as well|what about|what if|how about|how come|why not|in other words|in practical terms|"
+    r"simpler words)\b|"
+    r"\bthen\s*[?.!]?\s*$|"
+    r"^\s*(?:(?:can|could|would) you |please |now,? |ok(?:ay)?,? now,? )?(?:add|rewrite|shorten|expand|rephrase|"
+    r"revise|change|edit|remove|make it|redo|continue|wrap it|replace|swap|translate it|summari[sz]e it|"
+    r"keep going|go on|elaborate|do the same)\b")
+# single words with the same meaning, looked up in the turn's token set (faster than a regex)
+_CONTEXT_WORDS = frozenset(
+    "this those these above previous earlier again instead another same less shorter longer simpler verify "
+    "too both either".split())
+# "that" pointing at the conversation: at a sentence start, after a verb or preposition, or before
+# a noun of the answer / at the end ("why is that?"); not the relative "a list that does ...".
+_DEICTIC_THAT = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:is|was|isn't|does|do|did|about|of|with|on|in|for|to|explain|mean|means|by|from|"
+    r"why|how|at|like|repeat|redo|change|keep|use|try|get|understand|follow|see|make|after|before|than|"
+    r"and|but)\s+)that\b(?!\s+(?:is|was|are|were|has|have|does|do|can|will|would)\b(?!\s*[?.!]))|"
+    r"\bthat(?:'s|\s+(?:one|step|part|line|number|answer|result|example|list|formula|equation|word|sentence|"
+    r"method|bit|way|poem|story|email|letter|recipe|explanation|version|trick|rule)\b|\s*[?.!,]|\s*$)")
+# Stronger than _CONTEXT_DEPENDENT: names a part of the answer, enough to make a plain statement a follow-up.
+_PART_REFERENCE = re.compile(
+    r"\b(?:(?:the|that|this|your) (?:first|second|third|fourth|fifth|last|final|middle|\d+(?:st|nd|rd|th)) "
+    r"(?:one|step|part|tip|example|line|paragraph|film|sentence|stanza|verse|item|point|option|book|answer|"
+    r"method|equation|bit|word|pair|term|factor)s?|(?:step|tip|line|paragraph|example|option|item|stanza) "
+    r"?#?\d+|instead|you (?:said|wrote|mentioned|used|forgot|missed|skipped)|your (?:answer|response|reply|"
+    r"solution|explanation|example|list|code|story|poem|steps?|method|calculation|letter|version|result))\b")
+_PRONOUN = re.compile(r"\b(?:it|its|them|they|their|those)\b")
 # Weaker hints of context: "why ...?", "also", "more", "an example" lean on the conversation but also
 # open plenty of self-contained questions.
 _CONTEXT_HINT = re.compile(
-    r"\b(?:why|how|also|too|then|still|really|else|other|more|example|explain|so)\b")
+    r"\b(?:why|also|still|really|else|other|more|example|explain|so)\b")
 _YES_NO_START = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please|no|nope|not really)\b")
 _ELLIPTICAL_START = re.compile(r"^\s*(?:and|so|but|what about|what if|how about|then|or|also|ok so|okay so)\b")
 _OBJECTION = re.compile(
@@ -117,7 +147,7 @@ _ACK = re.compile(
     r"great|perfect|awesome|cool|nice|excellent|brilliant|lovely|wonderful|amazing|fantastic|neat|"
     r"ok(?:ay)?|alright|got it|gotcha|understood|makes sense|that helps|helpful|clear|correct|you're right|"
     r"good job|very good|sounds good|bye|goodbye|see you|hello|hi|hey|haha+|lol|wow|love it|i see|will do|sounds good|"
-    r"very informative|informative|interesting|love it|haha)\b")
+    r"very informative|informative|interesting|love it|haha|beautiful|gorgeous|superb|well done|spot on)\b")
 _ACK_FILLER = re.compile(
     r"\b(?:i'll|i will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
 
@@ -143,6 +173,7 @@ _DRIFT_OFFER = re.compile(
     r"\b(?:do|if) you have any (?:other|more|further|additional)? ?questions\b|"
     r"\bhere(?: is|'s| are) (?:a|an|the|some|my|your|three|two|five|more|another|a revised|an updated|"
     r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b")
+_THANKS = re.compile(r"\bthanks?\b|\bthank you\b|\bappreciate")
 _DRIFT_OPENER = re.compile(r"^\s*(?:sure|certainly|of course|absolutely|great|alright)\s*[!.,:]")
 _USER_REQUEST_AFTER_OPENER = re.compile(
     r"\b(?:show me|tell me|give me|can you|could you|please|i'd like|i would like|i want|go ahead|let's see)\b")
@@ -165,18 +196,27 @@ _INLINE_LIST = re.compile(r"(?:^|\s)\d+[.)]\s+\S.*?(?:^|\s)\d+[.)]\s+\S", re.DOT
 def _stem(word: str) -> str:
     """A deliberately crude stemmer: suffixes off, then the first six letters.
 
-    Enough to match "apples"/"apple", "divided"/"divide" and "summary"/"summarize"; rare collisions
+    Enough to match "apples"/"apple", "divided"/"divide", "viruses"/"virus" and "summary"/"summarize"; rare collisions
     ("experience"/"experiment") cost less than missed paraphrases.
     """
     if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    elif len(word) > 4 and word.endswith("es") and not word.endswith("ses"):
-        word = word[:-2]
-    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = _undouble(word[:-3])
+    elif len(word) > 5 and word.endswith("ed"):
+        word = _undouble(word[:-2])
+    elif len(word) > 4 and word.endswith(("xes", "zes", "ches", "shes", "uses", "sses")):
+        word = word[:-2]  # boxes -> box, viruses -> virus, classes -> class
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # divide/divided, apple/apples, mile/miles
     return word[:6]
+
+
+def _undouble(word: str) -> str:
+    """"wrapp" (from "wrapped") -> "wrap"; "fall" and "add" keep their double letter."""
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouyls":
+        return word[:-1]
+    return word
 
 
 _SYNONYMS = re.compile(r"square root|\\?sqrt|√")
@@ -210,6 +250,22 @@ class _Context:
     response_numbers: frozenset[str]
     response_has_list: bool
     response_asks: bool
+    answer_numbers: frozenset[str]
+
+
+_ANSWER_MARK = re.compile(r"\\boxed\{([^{}]*)\}|####\s*(\S+)|\banswer is\s*\$?(\S+)", re.IGNORECASE)
+
+
+def _answer_numbers(response: str) -> frozenset[str]:
+    """Numbers of the response's final answer (boxed, after ####, "the answer is"), or its last number."""
+    if "boxed" not in response and "####" not in response and "answer is" not in response.lower():
+        marked = []
+    else:
+        marked = [n for m in _ANSWER_MARK.finditer(response) for g in m.groups() if g for n in _NUMBER.findall(g)]
+    if marked:
+        return frozenset(marked)
+    numbers = _NUMBER.findall(response)
+    return frozenset(numbers[-1:])
 
 
 @lru_cache(maxsize=4096)
@@ -226,6 +282,7 @@ def _context(query: str, response: str) -> _Context:
         response_numbers=frozenset(_NUMBER.findall(response)),
         response_has_list=bool(_INLINE_LIST.search(response)),
         response_asks=response.rstrip().endswith("?"),
+        answer_numbers=_answer_numbers(response),
     )
 
 
@@ -280,13 +337,13 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
         return _label("assistant_drift", "assistant_speaker_label", 0.9)
     if _DRIFT_OFFER.search(text):
         return _label("assistant_drift", "offers_help_or_assistant_phrase", 0.9)
-    if _DRIFT_OPENER.match(text) and not _USER_REQUEST_AFTER_OPENER.search(text):
+    if _DRIFT_OPENER.match(text) and not _USER_REQUEST_AFTER_OPENER.search(text) and not _THANKS.search(text):
         return _label("assistant_drift", "assistant_opener", 0.8)
     if _DRIFT_SOLUTION.match(text) and not has_question:
         return _label("assistant_drift", "first_person_solution", 0.85)
     if _QA_PAIR.match(text):
         return _label("assistant_drift", "writes_question_and_answer", 0.75)
-    if not has_question and _DRIFT_ANSWER_MARK.search(text):
+    if not has_question and _DRIFT_ANSWER_MARK.search(text) and not _REQUEST_ANYWHERE.search(text):
         return _label("assistant_drift", "answer_like_structure", 0.75)
     if has_question:
         # "Why 9? Because ..." asks and then answers itself.
@@ -297,10 +354,16 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
 
 
 _LEAD_IN = re.compile(
-    r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it)"
-    r"[\s,!.]*)+")
+    r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it|now|"
+    r"then|and now)[\s,!.]*)+")
 _REQUEST_ANYWHERE = re.compile(
-    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need)\b")
+    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need|let's|let us)\b|"
+    r"\b(?:tell|show|give|help) me\b")
+# a question without its question mark: "so the brother is 12 right", "that's 26, correct"
+_TAG_ENDINGS = frozenset(("right", "correct", "it", "no"))
+_TAG_QUESTION = re.compile(
+    r"(?<!you're )(?<!you are )(?<!that's )(?<!all )(?<!exactly )\b(?:right|correct|isn't it|is that right|"
+    r"am i right|no)\s*[.!]*\s*$")
 
 
 def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
@@ -308,23 +371,66 @@ def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
     if "?" in text:
         return True
     rest = _LEAD_IN.sub("", text)
-    words = _tokens(rest)
-    if words and (words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please"):
+    for sentence in _SENTENCE_END.split(rest):  # "When d is 2. Show it with Fermat." asks in its 2nd sentence
+        words = _tokens(sentence)
+        if words and (words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please"):
+            return True
+    if _REQUEST_ANYWHERE.search(rest):
         return True
-    return bool(_REQUEST_ANYWHERE.search(rest))
+    return len(tokens) >= 3 and tokens[-1] in _TAG_ENDINGS and bool(_TAG_QUESTION.search(rest))
 
 
 _PROPER_NOUN = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
 _MODIFIER = re.compile(
-    r"\b(?:another|instead|again|different|other|same|too|also|what if|what about|why|you said|your|"
+    r"\b(?:another|instead|again|different|other|same|too|also|what if|what about|you said|your|"
     r"shorter|longer|simpler|more)\b")
+
+
+def _substitutes(tokens: Sequence[str], added: frozenset[str], dropped: frozenset[str], ctx: _Context) -> bool:
+    """True when new words take the place of a topic word of the query: a sibling question.
+
+    "How do you make iced coffee at home?" for "How do I make cold brew coffee at home?": "iced" sits
+    in the frame "make _ coffee" where the query had "cold brew", and "cold" is a topic word (the
+    response repeats it, or it is the question's last content word). The frame is both neighbours,
+    or, for a word the response repeats, one neighbour that is a content word.
+    """
+    query = ["a" if t == "an" else _stem(t) for t in ctx.query_tokens]
+    last = next((w for w in reversed(query) if w in ctx.query_content), None)
+    topic = {w for w in dropped if w in ctx.response_content or w == last}
+    if not topic or not added:
+        return False
+    padded = ["^", *query, "$"]
+    turn = ["^", *("a" if t == "an" else _stem(t) for t in tokens), "$"]
+    for i in range(1, len(turn) - 1):
+        if turn[i] not in added:
+            continue
+        left, right = turn[i - 1], turn[i + 1]
+        if left[0].isdigit() or right[0].isdigit():
+            continue  # next to a number sits a unit ("60 mph" for "60 miles per hour"), not a value
+        for j, word in enumerate(padded):
+            if word not in topic:
+                continue
+            # both neighbours around a span of one to three query words with the topic word in it
+            for start in range(max(1, j - 2), j + 1):
+                for end in range(j, min(len(padded) - 1, start + 3)):
+                    if padded[start - 1] == left and padded[end + 1] == right:
+                        return True
+            if word not in ctx.response_content:
+                continue  # the question's last word needs the whole frame
+            if (padded[j - 1] == left and left in ctx.query_content and not left[0].isdigit()) or (
+                    padded[j + 1] == right and right in ctx.query_content and not right[0].isdigit()):
+                return True
+    return False
 
 
 def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, text: str,
                  original: str) -> Label | None:
     """``restatement`` when the turn's content words are (nearly) the query's; None otherwise.
 
-    Swapping values (another number, another shape) is not a restatement: see ``_ask_or_object``.
+    A turn that uses words only the response introduced, or words that point at the conversation
+    ("instead", "your answer"), builds on the answer and is not a restatement. Swapping values
+    (another number, a new name, a topic word replaced in place) is a sibling question: see
+    ``_ask_or_object``.
     """
     if not tokens or not ctx.query_tokens:
         return None
@@ -332,32 +438,33 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
         return _label("restatement", "verbatim_query", 0.98)
     if not content or not ctx.query_content:
         return None
-    if _ELLIPTICAL_START.match(text):
-        return None
-    modifiers = {m.lower() for m in _MODIFIER.findall(text)}
-    query_text = " ".join(ctx.query_tokens)
-    if any(m not in query_text for m in modifiers):
-        return None
     shared = content & ctx.query_content
     added = content - ctx.query_content
-    dropped = ctx.query_content - content
     turn_in_query = len(shared) / len(content)
     query_in_turn = len(shared) / len(ctx.query_content)
-    details = {"turn_in_query": round(turn_in_query, 3), "query_in_turn": round(query_in_turn, 3)}
-    if added and dropped and query_in_turn >= 0.5 and not (added & ctx.response_content):
-        # same frame, different values ("octagon" for "hexagon", "Hamlet" for "Romeo and Juliet", new
-        # numbers): a sibling question, decided in _ask_or_object
+    if not ((turn_in_query >= 0.6 and query_in_turn >= 0.5) or (len(added) <= 1 and query_in_turn >= 0.6)
+            or (turn_in_query >= 0.8 and query_in_turn >= 0.3)):
+        return None
+    # the cheap overlap test passed; now what speaks against a restatement
+    if _ELLIPTICAL_START.match(text) or len(_response_only(content, ctx)) > 0.2 * len(content):
+        return None
+    query_text = ctx.query_norm
+    if any(m not in query_text for m in _MODIFIER.findall(text)):
+        return None
+    if any(w in _CONTEXT_WORDS and w not in ctx.query_tokens for w in tokens):
+        return None
+    for pattern in (_CONTEXT_DEPENDENT, _DEICTIC_THAT, _OBJECTION):
+        if any(m.group(0).strip(" ,.;:!?") not in query_text for m in pattern.finditer(text)):
+            return None
+    dropped = ctx.query_content - content
+    if added and dropped:
         new_number = any(w[0].isdigit() for w in added)
         new_name = any(_stem(w.lower()) in added for w in _PROPER_NOUN.findall(original))
-        swap = len(added) == 1 and len(dropped) == 1 and len(ctx.query_content) <= 6
-        if new_number or new_name or swap:
+        if new_number or new_name or _substitutes(tokens, added, dropped, ctx):
             return None
-    if (turn_in_query >= 0.75 and query_in_turn >= 0.5) or (len(added) <= 1 and query_in_turn >= 0.6) or (
-        turn_in_query >= 0.8 and query_in_turn >= 0.4
-    ):
-        confidence = 0.85 if query_in_turn >= 0.7 and turn_in_query >= 0.8 else 0.7
-        return _label("restatement", "query_word_overlap", confidence, **details)
-    return None
+    confidence = 0.85 if query_in_turn >= 0.7 and turn_in_query >= 0.8 else 0.7
+    return _label("restatement", "query_word_overlap", confidence, turn_in_query=round(turn_in_query, 3),
+                  query_in_turn=round(query_in_turn, 3))
 
 
 def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | None:
@@ -379,26 +486,56 @@ def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | No
     return None
 
 
-def _grounding(text: str, content: frozenset[str], ctx: _Context, objects: bool) -> tuple[float, float, int]:
+_SENTENCE_END = re.compile(r"[.?!]\s+")
+
+
+def _refers_back(text: str, tokens: Sequence[str]) -> bool:
+    """True when the turn uses words that only make sense with the conversation.
+
+    A pronoun counts in the turn's first sentence, or after a short opener ("Thanks! Is it ..."); a
+    possessive or subject pronoun only before the turn names anything itself: "A car drives ... What
+    is its speed?" and "How do bakeries price their cupcakes?" point at their own subject.
+    """
+    if not _CONTEXT_WORDS.isdisjoint(tokens) or _ELLIPTICAL_START.match(text) or _CONTEXT_DEPENDENT.search(text):
+        return True
+    if "that" in text and _DEICTIC_THAT.search(text):
+        return True
+    split = _SENTENCE_END.search(text)
+    first = text[: split.start()] if split else text
+    pronoun = _PRONOUN.search(first)
+    if not pronoun and split and len(first.split()) < 5:
+        pronoun = _PRONOUN.search(text)
+    if not pronoun:
+        return False
+    # "Can you parallelize it?": an object pronoun points back; "How do bakeries price their cupcakes?":
+    # a possessive or subject pronoun after a noun of the turn's own points at that noun
+    return pronoun.group(0) in ("it", "them") or not _content(_tokens(_LEAD_IN.sub("", text[: pronoun.start()])))
+
+
+def _grounding(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
+               objects: bool) -> tuple[float, float, int]:
     """(grounding in the response, context-dependence, count of content words new to the conversation).
 
-    Grounding counts shared words: a word or multi-digit number that the response introduced
-    weighs 1, a single digit 0.5, a query word the response repeats 0.4, a query-only word 0.3.
+    Grounding counts shared words: a word or multi-digit number that the response introduced, or a
+    number of its final answer, weighs 1; another single digit 0.5, a single letter (a variable) 0.3;
+    a query word the response repeats 0.4, a query-only word 0.3.
     """
     score = 0.0
     new = 0
     for word in content:
         if word in ctx.response_content:
             if word[0].isdigit():
-                score += 1.0 if len(word) > 1 else 0.5
+                score += 1.0 if len(word) > 1 or word in ctx.answer_numbers else 0.5
+            elif word in ctx.query_content:
+                score += 0.4
             else:
-                score += 1.0 if word not in ctx.query_content else 0.4
+                score += 1.0
         elif word in ctx.query_content:
             score += 0.3
         else:
             new += 1
     dependence = 0.0
-    if _CONTEXT_DEPENDENT.search(text) or _ELLIPTICAL_START.match(text):
+    if _refers_back(text, tokens):
         dependence += 1.0
     elif _CONTEXT_HINT.search(text):
         dependence += 0.5
@@ -409,18 +546,33 @@ def _grounding(text: str, content: frozenset[str], ctx: _Context, objects: bool)
     return score, dependence, new
 
 
+def _response_only(content: frozenset[str], ctx: _Context) -> frozenset[str]:
+    """The turn's words that the response introduced (not in the query), single letters aside."""
+    return frozenset(w for w in content & ctx.response_content if w not in ctx.query_content and len(w) > 1)
+
+
 def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
                    objects: bool) -> Label:
-    score, dependence, new = _grounding(text, content, ctx, objects)
+    score, dependence, new = _grounding(text, tokens, content, ctx, objects)
     evidence = score + dependence
-    # "What is the capital of New Zealand?" after "... capital of Australia?": the query's template
-    # with new values is a new, self-contained question.
-    if ctx.query_shape and not _ELLIPTICAL_START.match(text) and not objects and dependence < 1.0:
-        shape = _shape(tokens)
-        overlap = len(shape & ctx.query_shape) / max(1, len(shape | ctx.query_shape))
-        if overlap >= 0.5 and new >= 1 and score < 2.0:
-            return _label("new_query", "query_template_with_new_values", 0.6, template_overlap=round(overlap, 3))
+    from_response = _response_only(content, ctx)
+    if not objects and dependence < 1.0 and not from_response:
+        # "What is the capital of New Zealand?" after "... capital of Australia?": the query's template
+        # with new values is a new, self-contained question ...
+        if ctx.query_shape and not _ELLIPTICAL_START.match(text):
+            shape = _shape(tokens)
+            overlap = len(shape & ctx.query_shape) / max(1, len(shape | ctx.query_shape))
+            if overlap >= 0.5 and new >= 1 and score < 2.0:
+                return _label("new_query", "query_template_with_new_values", 0.6,
+                              template_overlap=round(overlap, 3))
+        # ... and so is a new problem: two or more numbers nobody has used yet
+        fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
+        if len(fresh) >= 2 and dependence == 0:
+            return _label("new_query", "new_problem_with_new_numbers", 0.65, new_numbers=len(fresh))
     details = {"grounding": round(score, 2), "context_dependence": dependence, "new_words": new}
+    if not content and dependence > 0:
+        # "Can you explain more?", "Why?", "What do you mean?": no topic of its own, so it is about the answer
+        return _label("follow_up", "question_without_own_topic", 0.7, **details)
     if evidence >= 1.0 and evidence >= 0.25 * new:
         confidence = 0.85 if (score >= 1.0 and dependence >= 1.0) or score >= 2.0 else 0.7
         rule = "objection_grounded_in_response" if objects else "question_grounded_in_response"
@@ -440,6 +592,10 @@ def _statement(text: str, content: frozenset[str], ctx: _Context) -> Label:
         return _label("assistant_drift", "multi_line_content", 0.6)
     if in_response >= 0.4 or re.match(r"^\s*(?:another|also|additionally|alternatively|furthermore)\b", text, re.I):
         return _label("assistant_drift", "statement_repeats_response", 0.6, in_response=round(in_response, 3))
+    if _PART_REFERENCE.search(text):
+        # "I've read the first one already", "With the spirit of the first film, craft a pitch": a remark
+        # or an instruction about a part of the answer
+        return _label("follow_up", "statement_refers_to_response", 0.6, in_response=round(in_response, 3))
     return _label("new_query", "ungrounded_statement", 0.45, in_response=round(in_response, 3))
 
 
