@@ -251,6 +251,7 @@ class _Context:
     response_has_list: bool
     response_asks: bool
     answer_numbers: frozenset[str]
+    response_names: frozenset[str]
 
 
 _ANSWER_MARK = re.compile(r"\\boxed\{([^{}]*)\}|####\s*(\S+)|\banswer is\s*\$?(\S+)", re.IGNORECASE)
@@ -283,6 +284,7 @@ def _context(query: str, response: str) -> _Context:
         response_has_list=bool(_INLINE_LIST.search(response)),
         response_asks=response.rstrip().endswith("?"),
         answer_numbers=_answer_numbers(response),
+        response_names=frozenset(_stem(n.lower()) for n in _PROPER_NOUN.findall(response)),
     )
 
 
@@ -322,12 +324,21 @@ def _degenerate(text: str, tokens: Sequence[str]) -> Label | None:
     return None
 
 
+def _may_grade(text: str) -> bool:
+    """Cheap pre-check for _META_GRADE (it needs "[[", ":", "=", "/" or a final pass/fail)."""
+    return "[[" in text or ":" in text or "=" in text or "/" in text or text.rstrip(". \n").endswith(("pass", "fail"))
+
+
+# every alternative of _DRIFT_ANSWER_MARK contains one of these: checked first, much faster
+_ANSWER_KEYS = ("boxed", "####", "answer", "step", "we ", "```")
+
+
 def _meta(text: str, has_question: bool) -> Label | None:
     if _THINK_OPEN.search(text):
         return _label("meta", "thinking_tag", 0.95)
     if _META_THIRD_PERSON.search(text):
         return _label("meta", "third_person_about_conversation", 0.85)
-    if _META_GRADE.search(text) and not has_question:
+    if not has_question and _may_grade(text) and _META_GRADE.search(text):
         return _label("meta", "grades_the_exchange", 0.8)
     return None
 
@@ -343,7 +354,8 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
         return _label("assistant_drift", "first_person_solution", 0.85)
     if _QA_PAIR.match(text):
         return _label("assistant_drift", "writes_question_and_answer", 0.75)
-    if not has_question and _DRIFT_ANSWER_MARK.search(text) and not _REQUEST_ANYWHERE.search(text):
+    if (not has_question and any(k in text for k in _ANSWER_KEYS) and _DRIFT_ANSWER_MARK.search(text)
+            and not _REQUEST_ANYWHERE.search(text)):
         return _label("assistant_drift", "answer_like_structure", 0.75)
     if has_question:
         # "Why 9? Because ..." asks and then answers itself.
@@ -446,7 +458,13 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
             or (turn_in_query >= 0.8 and query_in_turn >= 0.3)):
         return None
     # the cheap overlap test passed; now what speaks against a restatement
-    if _ELLIPTICAL_START.match(text) or len(_response_only(content, ctx)) > 0.2 * len(content):
+    if _ELLIPTICAL_START.match(text):
+        return None
+    # the response's new facts (its numbers and names) do not occur in a restatement; a common word
+    # of the response ("city") may
+    from_response = _response_only(content, ctx)
+    if len(from_response) > 0.34 * len(content) or any(
+            w[0].isdigit() or w in ctx.response_names for w in from_response):
         return None
     query_text = ctx.query_norm
     if any(m not in query_text for m in _MODIFIER.findall(text)):
