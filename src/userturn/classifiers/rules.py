@@ -11,12 +11,18 @@ The rules run in a fixed order; the first that fires decides:
 2. ``empty``: nothing left, special tokens only, punctuation only, repetition loops, gibberish;
 3. ``meta``: thinking traces, third-person talk about "the user"/"the assistant", grades;
 4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps;
-5. ``restatement``: the turn's words are the query's words;
+5. ``restatement``: the turn's words are the query's words, without the response's new facts (its
+   numbers and names), without words that point at the conversation, and without a new value in
+   place of a topic word (that is a sibling question);
 6. ``acknowledgement``: thanks/praise/closing with no question or objection;
-7. questions, requests and objections: ``follow_up`` when grounded in the response (shared salient
-   words or numbers, or words that only make sense with the conversation: "that", "what if",
-   "instead", "step 2"), ``new_query`` otherwise or when it is the query's template with new values;
-8. plain statements: ``assistant_drift`` when they repeat the response's content, else ``new_query``.
+7. questions, requests (also in a later sentence, after "now"/"let's", or a tag like "..., right")
+   and objections: ``follow_up`` when grounded in the response (words or numbers the response
+   introduced, its final answer, or words that only make sense with the conversation: "that",
+   "what if", "instead", "step 2", "too", "do one where ...") or when they have no topic of their
+   own ("Can you explain more?"); ``new_query`` otherwise, when it is the query's template with new
+   values, or a new problem with two or more new numbers;
+8. plain statements: ``assistant_drift`` when they repeat the response's content, ``follow_up`` when
+   they name a part of it ("I've read the first one"), else ``new_query``.
 
 Everything here is a pure function of :class:`~userturn.classifiers.ClassifyInput`.
 """
@@ -367,7 +373,7 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
 
 _LEAD_IN = re.compile(
     r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it|now|"
-    r"then|and now)[\s,!.]*)+")
+    r"then|and now)\b[\s,!.]*)+")
 _REQUEST_ANYWHERE = re.compile(
     r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need|let's|let us)\b|"
     r"\b(?:tell|show|give|help) me\b")
