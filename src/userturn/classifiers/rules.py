@@ -10,19 +10,29 @@ The rules run in a fixed order; the first that fires decides:
 1. leaked role markers: text after an assistant header is cut off (a header first = drift);
 2. ``empty``: nothing left, special tokens only, punctuation only, repetition loops, gibberish;
 3. ``meta``: thinking traces, third-person talk about "the user"/"the assistant", grades;
-4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps;
-5. ``restatement``: the turn's words are the query's words, without the response's new facts (its
-   numbers and names), without words that point at the conversation, and without a new value in
-   place of a topic word (that is a sibling question);
-6. ``acknowledgement``: thanks/praise/closing with no question or objection;
-7. questions, requests (also in a later sentence, after "now"/"let's", or a tag like "..., right")
-   and objections: ``follow_up`` when grounded in the response (words or numbers the response
-   introduced, its final answer, or words that only make sense with the conversation: "that",
-   "what if", "instead", "step 2", "too", "do one where ...") or when they have no topic of their
-   own ("Can you explain more?"); ``new_query`` otherwise, when it is the query's template with new
-   values, or a new problem with two or more new numbers;
-8. plain statements: ``assistant_drift`` when they repeat the response's content, ``follow_up`` when
-   they name a part of it ("I've read the first one"), else ``new_query``.
+4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps, a question
+   or exercise followed by its own answer;
+5. ``restatement``: the turn's words are the query's words, or are contained in one sentence of the
+   query, also after a short preamble ("can u help me with this one: ..."), without the response's
+   new facts (its numbers and names), without words that point at the conversation, and without a
+   new value in place of a topic word (that is a sibling question);
+6. ``acknowledgement``: thanks/praise/closing with no question and no contradiction ("Awesome,
+   that's exactly what I got" agrees);
+7. statements opening with a continuation ("Furthermore, ...") continue the answer;
+8. questions, requests (also in a later sentence, after "now"/"let's", or a tag like "..., right")
+   and objections: ``new_query`` when the turn states its own problem (a new exercise announced as
+   such, two or more numbers of its own, a request with its own "a ..." object, a long question
+   with an indefinite or superlative subject) and only the response's numbers, two of its words or
+   a named part of it could tie it back; ``follow_up`` when grounded in the response (words or
+   numbers the response introduced, its final answer, or words that only make sense with the
+   conversation: "that", "what if", "instead", "step 2", "too", "do one where ..."), when it puts a
+   new value on one of the problem's things ("How many liters would 7 cows make?"), or when it has
+   no topic of its own ("Can you explain more?"); ``new_query`` otherwise, or when it is the
+   query's template with new values;
+9. plain statements: ``follow_up`` when they answer the response's closing question with its words,
+   ``assistant_drift`` when they repeat the response's content or explain the query's subject
+   impersonally, ``follow_up`` when they name a part of the answer ("I've read the first one"),
+   else ``new_query``.
 
 Everything here is a pure function of :class:`~userturn.classifiers.ClassifyInput`.
 """
@@ -63,8 +73,9 @@ _ASSISTANT_SPEAKER = re.compile(r"^\s*(?:assistant|ai|bot|model|chatbot|gpt|smol
 _THINK_CLOSED = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<think(?:ing)?>|</think(?:ing)?>", re.IGNORECASE)
 
-# words (possessive 's dropped: "hawaii's" -> "hawaii"), numbers with decimals
-_TOKEN = re.compile(r"[^\W\d_](?:\w|'(?=\w)(?!s\b))*|\d+(?:\.\d+)?")
+# words (possessive 's dropped: "hawaii's" -> "hawaii"; a word stops before a digit, so "log2" and "log_2"
+# are "log" + "2"; "my_list" stays one word), numbers with decimals
+_TOKEN = re.compile(r"[^\W\d_]+(?:(?:_+|'(?!s\b))[^\W\d_]+)*|\d+(?:\.\d+)?")
 _ASCII_WORD = re.compile(r"\b[a-z]{3,}\b")
 _NO_VOWEL_WORD = re.compile(r"\b[b-df-hj-np-tv-xz]{3,}\b")
 _WORDISH = re.compile(r"\w", re.UNICODE)
@@ -78,7 +89,7 @@ _STOPWORDS = frozenset(
     few more most other some any all again further once up down out off over under above below between through
     during before after while until because please s t d ll m re ve y o let lets let's i'm i'd i'll you're it's
     that's what's there's don't doesn't didn't isn't aren't wasn't weren't can't couldn't won't wouldn't shouldn't
-    haven't hasn't hadn't one two three four five six seven eight nine ten get got make made give tell show explain
+    haven't hasn't hadn't one get got make made give tell show explain
     write find use using used like want need know think say said see look go going way thing things something
     really well okay ok yes yeah sure thanks thank hi hello hey oh ah hmm um new now i've you've we're they're
     anything something everything nothing already right much many every like""".split()
@@ -98,7 +109,7 @@ _REQUEST_VERBS = frozenset(
 # Pronouns ("it", "they") and the demonstrative "that" are handled apart (see _refers_back): they
 # often point inside the turn itself ("a list that ...", "A car ... What is its speed?").
 _CONTEXT_DEPENDENT = re.compile(
-    r"\b(?:you said|you wrote|you mentioned|you used|you did|you got|you chose|you choose|you add|you multiply|"
+    r"\b(?:you said|you wrote|you mentioned|you used|you did|you got|you chose|(?<!would )(?<!could )you choose|you add|you multiply|"
     r"you divide|you group|you know|your (?:answer|response|reply|solution|explanation|example|list|code|story|"
     r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation|letter|"
     r"version|result|draft|suggestions?|recommendations?)|"
@@ -110,7 +121,7 @@ _CONTEXT_DEPENDENT = re.compile(
     r"(?:do|write|make|try|give me|show me|compose|create|draw|need|want|pick|recommend|suggest) "
     r"(?:another |a (?:\w+ )?)?one\b(?!-| (?:of|more|paragraph|sentence|word|line|page|day|hour)\b)|"
     r"(?:which|what) of (?:them|those|these)|any (?:\w+ )?ones|ones like|like that|"
-    r"as well|what about|what if|how about|how come|why not|in other words|in practical terms|"
+    r"as well|what about|what if|what happens (?:if|when|to)|how about|how come|why not|why (?:do|did|would) you|in other words|in practical terms|"
     r"simpler words)\b|"
     r"\bthen\s*[?.!]?\s*$|"
     r"^\s*(?:(?:can|could|would) you |please |now,? |ok(?:ay)?,? now,? )?(?:add|rewrite|shorten|expand|rephrase|"
@@ -148,6 +159,18 @@ _OBJECTION = re.compile(
     r"don't understand|do not understand|don't see|'m confused|am confused|'m not (?:sure|convinced)|am not sure|"
     r"'ve (?:read|seen|tried)|work|tried)|you forgot|you missed|you made|though|actually|but|however|"
     r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?)\b")
+# a turn that opens with "no," contradicts the answer (not "no thanks", "no problem")
+_NO_START = re.compile(r"\s*(?:no|nope)\b(?![\s,!.]*(?:thanks?|thank you|problem|worries|need)\b)")
+
+
+def _objects(text: str) -> bool:
+    return bool(_OBJECTION.search(text) or _NO_START.match(text))
+
+
+# contradiction proper: without one of these, "Awesome, that's exactly what I got" is not an objection
+_CONTRAST = re.compile(
+    r"\b(?:but|though|however|not|no|nope|wrong|incorrect|mistake|wait|hmm|actually|confus\w*|error|sure|"
+    r"should|why)\b|n't\b")
 _ACK = re.compile(
     r"\b(?:thanks?|thank you|thx|ty|tysm|cheers|merci|gracias|danke|arigatou?|appreciate(?:d)?|"
     r"great|perfect|awesome|cool|nice|excellent|brilliant|lovely|wonderful|amazing|fantastic|neat|"
@@ -155,7 +178,7 @@ _ACK = re.compile(
     r"good job|very good|sounds good|bye|goodbye|see you|hello|hi|hey|haha+|lol|wow|love it|i see|will do|sounds good|"
     r"very informative|informative|interesting|love it|haha|beautiful|gorgeous|superb|well done|spot on)\b")
 _ACK_FILLER = re.compile(
-    r"\b(?:i'll|i will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
+    r"\b(?:i'll|i will|will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
 
 _META_THIRD_PERSON = re.compile(
     r"\bthe user(?:'s)?\s+(?:is|wants|wanted|asked|asks|has|had|requested|requests|seeks|needs|was|would|"
@@ -175,7 +198,7 @@ _DRIFT_OFFER = re.compile(
     r"\bfeel free to\b|\banything else (?:i can|you'd like|you would like|you need)\b|"
     r"\bhow (?:can|may) i (?:help|assist)\b|\bi'?d be (?:happy|glad) to\b|\bhappy to help\b|"
     r"\byou'?re (?:very )?welcome\b|\b(?:great|good|excellent) question\b|\bas an ai\b|"
-    r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi apologi[sz]e\b|\bwould you like me to\b|"
+    r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi(?:'m| am) (?:an ai\b|a (?:\w+ )?language model)|\bi apologi[sz]e\b|\bwould you like me to\b|"
     r"\b(?:do|if) you have any (?:other|more|further|additional)? ?questions\b|"
     r"\bhere(?: is|'s| are) (?:a|an|the|some|my|your|three|two|five|more|another|a revised|an updated|"
     r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b")
@@ -198,13 +221,19 @@ _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+\S", re.MULTILINE)
 _INLINE_LIST = re.compile(r"(?:^|\s)\d+[.)]\s+\S.*?(?:^|\s)\d+[.)]\s+\S", re.DOTALL)
 
 
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero x two three four five six seven eight nine ten eleven twelve".split()) if i != 1}
+
+
 @lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    """A deliberately crude stemmer: suffixes off, then the first six letters.
+    """A deliberately crude stemmer: number words to digits, suffixes off, then the first six letters.
 
     Enough to match "apples"/"apple", "divided"/"divide", "viruses"/"virus" and "summary"/"summarize"; rare collisions
     ("experience"/"experiment") cost less than missed paraphrases.
     """
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
     if len(word) > 5 and word.endswith("ing"):
         word = _undouble(word[:-3])
     elif len(word) > 5 and word.endswith("ed"):
@@ -213,6 +242,8 @@ def _stem(word: str) -> str:
         word = word[:-2]  # boxes -> box, viruses -> virus, classes -> class
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    if len(word) > 4 and "our" in word:
+        word = word.replace("our", "or")  # colour/color, favourite/favorite (both sides alike)
     if len(word) > 3 and word.endswith("e"):
         word = word[:-1]  # divide/divided, apple/apples, mile/miles
     return word[:6]
@@ -229,16 +260,20 @@ _SYNONYMS = re.compile(r"square root|\\?sqrt|√")
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(_SYNONYMS.sub(" sqrt ", text.lower()))
+    text = text.lower()
+    if "sqrt" in text or "root" in text or "√" in text:
+        text = _SYNONYMS.sub(" sqrt ", text)
+    return _TOKEN.findall(text)
 
 
 _REQUEST_STEMS = frozenset(_stem(v) for v in _REQUEST_VERBS)
 
 
 def _content(tokens: Sequence[str]) -> frozenset[str]:
-    """Stemmed content words: no stopwords, no request verbs ("explain", "summarize")."""
-    stems = (_stem(t) for t in tokens if t not in _STOPWORDS)
-    return frozenset(s for s in stems if s not in _REQUEST_STEMS)
+    """Stemmed content words: no stopwords, no request verbs ("explain", "summarize"); "three" is "3"."""
+    stems = set(map(_stem, [t for t in tokens if t not in _STOPWORDS]))
+    stems -= _REQUEST_STEMS
+    return frozenset(stems)
 
 
 def _shape(tokens: Sequence[str]) -> frozenset[str]:
@@ -258,8 +293,11 @@ class _Context:
     response_asks: bool
     answer_numbers: frozenset[str]
     response_names: frozenset[str]
+    query: str
 
 
+# sentence ends, colons and quotes: "... the following question: \"What is your opinion on X?\""
+_CLAUSE_END = re.compile(r"[.?!:;\n]+[\"'”’)]*\s+|[\"“”]")
 _ANSWER_MARK = re.compile(r"\\boxed\{([^{}]*)\}|####\s*(\S+)|\banswer is\s*\$?(\S+)", re.IGNORECASE)
 
 
@@ -273,6 +311,12 @@ def _answer_numbers(response: str) -> frozenset[str]:
         return frozenset(marked)
     numbers = _NUMBER.findall(response)
     return frozenset(numbers[-1:])
+
+
+@lru_cache(maxsize=4096)
+def _query_sentences(query: str) -> tuple[frozenset[str], ...]:
+    """Content words of each sentence (or quoted part) of the query, for the containment test."""
+    return tuple(c for c in (_content(_tokens(p)) for p in _CLAUSE_END.split(query)) if len(c) >= 2)
 
 
 @lru_cache(maxsize=4096)
@@ -291,6 +335,7 @@ def _context(query: str, response: str) -> _Context:
         response_asks=response.rstrip().endswith("?"),
         answer_numbers=_answer_numbers(response),
         response_names=frozenset(_stem(n.lower()) for n in _PROPER_NOUN.findall(response)),
+        query=query,
     )
 
 
@@ -366,11 +411,23 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
     if has_question:
         # "Why 9? Because ..." asks and then answers itself.
         after = text.split("?", 1)[1].strip()
-        if re.match(r"(?:because|since|well,? (?:because|since)|that's because|the answer is)\b", after, re.I):
+        if re.match(r"(?:because|since|well,? (?:because|since)|that's because|the answer is)\b", after):
             return _label("assistant_drift", "answers_own_question", 0.7)
+    # a question or exercise followed by its own answer: "... How many hours? Answer: 2 + 3 = 5", the query
+    # then "\n\nMultiply both sides by 6 ..., so x = 6", "What language would you use?\n\nIncluding ..."
+    cut = text.rfind("?") + 1 if has_question else text.find("\n\n")
+    if cut > 0 and ("\n" in text[cut:cut + 3] or text[cut:].lstrip().startswith("answer")):
+        tail = text[cut:].strip()
+        if tail and "?" not in tail and (_ANSWERED.search(tail) or (
+                has_question and len(tail.split()) >= 8 and not _FIRST_PERSON.search(tail)
+                and not _REQUEST_ANYWHERE.search(tail))):
+            return _label("assistant_drift", "question_followed_by_its_answer", 0.7)
     return None
 
 
+_CONTINUATION = re.compile(r"^\s*(?:furthermore|moreover|additionally|in addition|alternatively)\b")
+_ANSWERED = re.compile(r"^answer\s*:|=\s*\$?-?\d[\d.,]*\s*\$?[\w ]{0,12}[.!]?\s*$")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|we|our)\b")
 _LEAD_IN = re.compile(
     r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it|now|"
     r"then|and now)\b[\s,!.]*)+")
@@ -378,6 +435,7 @@ _REQUEST_ANYWHERE = re.compile(
     r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need|let's|let us)\b|"
     r"\b(?:tell|show|give|help) me\b")
 # a question without its question mark: "so the brother is 12 right", "that's 26, correct"
+_ACK_WORDS = frozenset(("thanks", "thank", "thx"))
 _TAG_ENDINGS = frozenset(("right", "correct", "it", "no"))
 _TAG_QUESTION = re.compile(
     r"(?<!you're )(?<!you are )(?<!that's )(?<!all )(?<!exactly )\b(?:right|correct|isn't it|is that right|"
@@ -391,7 +449,10 @@ def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
     rest = _LEAD_IN.sub("", text)
     for sentence in _SENTENCE_END.split(rest):  # "When d is 2. Show it with Fermat." asks in its 2nd sentence
         words = _tokens(sentence)
-        if words and (words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please"):
+        if not words or (len(words) > 1 and words[1] in _ACK_WORDS) or (words[0] == "will" and len(words) > 1
+                                                                        and words[1] in _REQUEST_VERBS):
+            continue  # "list, thanks", "will try splitting it"
+        if words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please":
             return True
     if _REQUEST_ANYWHERE.search(rest):
         return True
@@ -414,7 +475,7 @@ def _substitutes(tokens: Sequence[str], added: frozenset[str], dropped: frozense
     """
     query = ["a" if t == "an" else _stem(t) for t in ctx.query_tokens]
     last = next((w for w in reversed(query) if w in ctx.query_content), None)
-    topic = {w for w in dropped if w in ctx.response_content or w == last}
+    topic = {w for w in dropped if not w[0].isdigit() and (w in ctx.response_content or w == last)}
     if not topic or not added:
         return False
     padded = ["^", *query, "$"]
@@ -462,7 +523,14 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
     query_in_turn = len(shared) / len(ctx.query_content)
     if not ((turn_in_query >= 0.6 and query_in_turn >= 0.5) or (len(added) <= 1 and query_in_turn >= 0.6)
             or (turn_in_query >= 0.8 and query_in_turn >= 0.3)):
-        return None
+        # containment: the turn is one sentence of the query ("How much does Janet make every day at the
+        # market?" for the last sentence of a long problem), or the query after a short preamble
+        # ("can u help me with this one: <query>", "I meant: <query>")
+        contained = turn_in_query >= 0.85 and len(shared) >= 2 and any(
+            len(s & content) >= 0.75 * len(s) for s in _query_sentences(ctx.query))
+        if not contained:
+            return None
+        query_in_turn = max(len(s & content) / len(s) for s in _query_sentences(ctx.query))
     # the cheap overlap test passed; now what speaks against a restatement
     if _ELLIPTICAL_START.match(text):
         return None
@@ -475,9 +543,14 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
     query_text = ctx.query_norm
     if any(m not in query_text for m in _MODIFIER.findall(text)):
         return None
-    if any(w in _CONTEXT_WORDS and w not in ctx.query_tokens for w in tokens):
+    if not _CONTEXT_WORDS.isdisjoint(tokens) and any(
+            w in _CONTEXT_WORDS and w not in ctx.query_tokens for w in tokens):
+        return None
+    if _NO_START.match(text):
         return None
     for pattern in (_CONTEXT_DEPENDENT, _DEICTIC_THAT, _OBJECTION):
+        if pattern is _DEICTIC_THAT and "that" not in text:
+            continue
         if any(m.group(0).strip(" ,.;:!?") not in query_text for m in pattern.finditer(text)):
             return None
     dropped = ctx.query_content - content
@@ -491,6 +564,22 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
                   query_in_turn=round(query_in_turn, 3))
 
 
+def _after_preamble(ctx: _Context, text: str, original: str) -> Label | None:
+    """The restatement test on what follows a short preamble and a colon, if there is one."""
+    colon = text.find(":")
+    if colon < 0 or len(text[:colon].split()) > 8:
+        return None
+    tail, original_tail = text[colon + 1:], original[colon + 1:]
+    tokens = _tokens(tail)
+    head = _tokens(text[:colon])
+    if len(tokens) < 5 or head == list(ctx.query_tokens[: len(head)]):
+        return None  # too short, or the query's own head ("Solve for x:")
+    label = _restatement(tokens, _content(tokens), ctx, tail.strip(), original_tail.strip())
+    if label is None:
+        return None
+    return Label(label.label, label.reason + "_after_preamble", label.classifier, label.confidence, label.details)
+
+
 def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | None:
     """Thanks, praise or a closing at the start or the end of a turn that asks and objects nothing."""
     if asks or not tokens:
@@ -499,7 +588,7 @@ def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | No
     tail = " ".join(tokens[-3:])
     if not (_ACK.search(head) or _ACK.search(tail)):
         return None
-    if _OBJECTION.search(text) and not re.search(r"\bno,? thanks?\b", text, re.I):
+    if _objects(text) and _CONTRAST.search(text) and not re.search(r"\bno,? thanks?\b", text):
         return None
     rest = _ACK_FILLER.sub(" ", _ACK.sub(" ", text))
     leftover = _content(_tokens(rest))
@@ -575,11 +664,71 @@ def _response_only(content: frozenset[str], ctx: _Context) -> frozenset[str]:
     return frozenset(w for w in content & ctx.response_content if w not in ctx.query_content and len(w) > 1)
 
 
+# "Let's look at another classic problem: ...", "Now try this one:", "Next question:": a new exercise follows
+_NEW_EXERCISE = re.compile(
+    r"(?:\b(?:another|next|new|different)(?: \w+)? (?:one|problem|question|exercise|example|puzzle|task|challenge)"
+    r"|\btry (?:this|these|that)(?: one)?|\bhere'?s (?:one|a \w+))\s*[:!]")
+_INDEFINITE_OBJECT = re.compile(r"^(?:\w+ ){0,2}(?:a|an|some)\b")
+_SUPERLATIVE_OR_INDEFINITE = re.compile(r"\b(?:a|an)\s+\w|\bthe (?:best|worst|most|least|\w+est)\b")
+_REQUEST_OPENER = re.compile(r"^\s*(?:(?:can|could|would|will) you |please )?")
+
+
+def _next_word(tokens: Sequence[str], word: str) -> str:
+    for i, token in enumerate(tokens[:-1]):
+        if token == word:
+            return tokens[i + 1]
+    return ""
+
+
+def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], dependence: float) -> str:
+    """Why a question or request stands on its own, or "" when it does not.
+
+    A turn that states its own problem is a new query even when it shares topic words with the
+    response: a new exercise announced as such, two or more numbers of its own, a request whose object
+    is introduced with "a"/"an" ("Write a pitch for a meal kit service"), or a long question with an
+    indefinite or superlative subject of its own ("What is the best way to write a professional
+    email?"); words that point at the conversation ("that", "it", "instead") rule out the last three.
+    """
+    if len(tokens) >= 8 and (":" in text or "!" in text) and _NEW_EXERCISE.search(text):
+        return "new_exercise"
+    if dependence >= 1.0:
+        return ""
+    if len(fresh) >= 2:
+        return "problem_with_its_own_numbers"
+    if dependence > 0:
+        return ""  # "more", "other", "why", "example": leans on the conversation
+    rest = _REQUEST_OPENER.sub("", _LEAD_IN.sub("", text), count=1)
+    words = _tokens(rest)
+    if words and words[0] in _REQUEST_VERBS and _INDEFINITE_OBJECT.match(" ".join(words[1:])):
+        return "request_with_its_own_object"
+    if len(tokens) >= 9 and words and words[0] in _QUESTION_START and _SUPERLATIVE_OR_INDEFINITE.search(rest):
+        return "question_with_its_own_subject"
+    return ""
+
+
 def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
                    objects: bool) -> Label:
     score, dependence, new = _grounding(text, tokens, content, ctx, objects)
     evidence = score + dependence
     from_response = _response_only(content, ctx)
+    fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
+    if not objects:
+        own = _self_contained(text, tokens, fresh, dependence)
+        # what only the response said (its numbers, two of its words) or a part of it still ties the turn to it
+        # a long question is weaker evidence than a request or a problem of its own: a name that only the
+        # response used ("... on Oahu ...") is enough to tie it to the answer
+        names = own == "question_with_its_own_subject" and not from_response.isdisjoint(ctx.response_names)
+        if own and not (len(from_response) >= 2 or names or any(w[0].isdigit() for w in from_response)
+                        or _PART_REFERENCE.search(text)):
+            return _label("new_query", f"self_contained_{own}", 0.65, new_numbers=len(fresh),
+                          response_words=len(from_response))
+        if (dependence < 1.0 and len(fresh) == new == 1 and len(tokens) <= 10
+                and len(content & ctx.query_content) < 0.5 * len(ctx.query_content)
+                and _stem(_next_word(tokens, fresh[0])) in ctx.query_content):
+            # "How many liters would 7 cows make?": a short question that puts a new value on one of the
+            # problem's things, too partial to stand alone (it needs the rate the query gave); "How many
+            # divisors does 48 have?" asks about the number itself and stands alone
+            return _label("follow_up", "partial_question_on_the_problem", 0.6, new_numbers=len(fresh))
     if not objects and dependence < 1.0 and not from_response:
         # "What is the capital of New Zealand?" after "... capital of Australia?": the query's template
         # with new values is a new, self-contained question ...
@@ -589,10 +738,6 @@ def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ct
             if overlap >= 0.5 and new >= 1 and score < 2.0:
                 return _label("new_query", "query_template_with_new_values", 0.6,
                               template_overlap=round(overlap, 3))
-        # ... and so is a new problem: two or more numbers nobody has used yet
-        fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
-        if len(fresh) >= 2 and dependence == 0:
-            return _label("new_query", "new_problem_with_new_numbers", 0.65, new_numbers=len(fresh))
     details = {"grounding": round(score, 2), "context_dependence": dependence, "new_words": new}
     if not content and dependence > 0:
         # "Can you explain more?", "Why?", "What do you mean?": no topic of its own, so it is about the answer
@@ -605,17 +750,25 @@ def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ct
     return _label("new_query", "question_not_grounded", confidence, **details)
 
 
-def _statement(text: str, content: frozenset[str], ctx: _Context) -> Label:
+def _statement(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context) -> Label:
     """A turn that neither asks, objects nor thanks: it continues the answer, or opens a new topic."""
     if not content:
         return _label("new_query", "statement_without_content", 0.4)
     in_response = len(content & ctx.response_content) / len(content)
+    if ctx.response_asks and _response_only(content, ctx):
+        # "python please. something that renames files" after "... What would you like me to write?"
+        return _label("follow_up", "answers_the_response_question", 0.6)
     if ctx.response_has_list and _LIST_ITEM.match(text):
         return _label("assistant_drift", "continues_the_list", 0.75)
-    if text.count("\n") >= 2 and not _OBJECTION.search(text):
+    if text.count("\n") >= 2 and not _objects(text):
         return _label("assistant_drift", "multi_line_content", 0.6)
     if in_response >= 0.4 or re.match(r"^\s*(?:another|also|additionally|alternatively|furthermore)\b", text, re.I):
         return _label("assistant_drift", "statement_repeats_response", 0.6, in_response=round(in_response, 3))
+    first = next((t for t in tokens if t not in _STOPWORDS), "")
+    if len(tokens) >= 8 and _stem(first) in ctx.query_content and "=" not in text and not _FIRST_PERSON.search(text):
+        # "Basil is a warm-weather herb ..., so keep it away from drafts": an impersonal statement about the
+        # query's subject explains it, in the assistant's voice
+        return _label("assistant_drift", "explains_the_query_subject", 0.55, in_response=round(in_response, 3))
     if _PART_REFERENCE.search(text):
         # "I've read the first one already", "With the spirit of the first film, craft a pitch": a remark
         # or an instruction about a part of the answer
@@ -637,15 +790,17 @@ def classify_turn(item: ClassifyInput) -> Label:
     """
     raw = item.user_turn or ""
     cut = ""
-    header = _ASSISTANT_HEADER.search(raw)
+    # every role marker and special token has "<" or "[": plain text skips those patterns
+    markup = "<" in raw or "[" in raw
+    header = _ASSISTANT_HEADER.search(raw) if markup else None
     if header:
         before = _strip_special(_USER_HEADER.sub(" ", raw[: header.start()]), item.special_tokens)
         if not _WORDISH.search(before):
             return _label("assistant_drift", "assistant_role_marker", 0.95)
         raw, cut = raw[: header.start()], "+cut_at_assistant_marker"
-    had_special = bool(_SPECIAL_TOKEN.search(raw)) or any(t and t in raw for t in item.special_tokens)
-    text = _strip_special(_USER_HEADER.sub(" ", raw), item.special_tokens)
-    thinking = _THINK_CLOSED.search(text)
+    had_special = (markup and bool(_SPECIAL_TOKEN.search(raw))) or any(t and t in raw for t in item.special_tokens)
+    text = _strip_special(_USER_HEADER.sub(" ", raw), item.special_tokens) if markup or item.special_tokens else raw
+    thinking = _THINK_CLOSED.search(text) if markup else None
     if thinking:
         visible = _THINK_CLOSED.sub(" ", text)
         if _WORDISH.search(visible):
@@ -678,17 +833,19 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     if drift:
         return drift
     content = _content(tokens)
-    restated = _restatement(tokens, content, ctx, text, original)
+    restated = _restatement(tokens, content, ctx, text, original) or _after_preamble(ctx, text, original)
     if restated:
         return restated
     asks = _is_question_or_request(text, tokens)
     ack = _acknowledgement(text, tokens, asks)
     if ack:
         return ack
-    objects = bool(_OBJECTION.search(text))
+    if not has_question and _CONTINUATION.match(text):
+        return _label("assistant_drift", "continues_the_answer", 0.6)
+    objects = _objects(text)
     if asks or objects:
         return _ask_or_object(text, tokens, content, ctx, objects)
-    return _statement(text, content, ctx)
+    return _statement(text, tokens, content, ctx)
 
 
 class RulesClassifier:
