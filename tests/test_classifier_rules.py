@@ -11,6 +11,9 @@ from userturn.classifiers.validation import agreement_report
 from userturn.errors import ConfigError
 
 GOLD = Path(__file__).parent / "data" / "gold_user_turns.jsonl"
+# a fresh blind held-out set (rows with split "heldout"), written apart from the rules; the lead puts it
+# here when it is ready (held-out v1 and v2 were scored once, then merged into the tuning split)
+HELDOUT = Path(__file__).parent / "data" / "gold_user_turns_heldout.jsonl"
 APPLES_Q = "Tom has 3 boxes with 12 apples in each box. He gives 10 apples to his neighbour. How many apples does Tom have left?"
 APPLES_R = "Tom starts with 3 x 12 = 36 apples. After giving away 10, he has 36 - 10 = 26 apples left.\n#### 26"
 SUM_Q, SUM_R = "What is 2 + 3?", "2 + 3 = 5"
@@ -50,15 +53,30 @@ def label(turn: str, query: str = APPLES_Q, response: str = APPLES_R, special: t
         ("Question: A farmer has 20 cows. All but 4 die. How many are left?\nAnswer: 4", APPLES_Q, APPLES_R,
          "assistant_drift:writes_question_and_answer"),
         ("Why 26? Because 36 - 10 is 26.", APPLES_Q, APPLES_R, "assistant_drift:answers_own_question"),
+        ("Great job! Now let's try another one: Mia practices piano 2 hours on Monday and 3 hours on Wednesday. "
+         "How many hours does she practice in total?\n\nAnswer: 2 + 3 = 5 hours.", APPLES_Q, APPLES_R,
+         "assistant_drift:question_followed_by_its_answer"),
+        ("Furthermore, the Dyson Airblade is marginally less offensive, but only marginally.",
+         "What is your opinion on hand dryers?", "Hand dryers are loud and unhygienic.",
+         "assistant_drift:continues_the_answer"),
+        ("Basil is a warm-weather herb native to tropical regions, so keep it away from cold drafts.",
+         "What's a good way to keep basil alive indoors?", "Give it 6-8 hours of direct sun.",
+         "assistant_drift:explains_the_query_subject"),
         ("Tom has 36 apples. He gives 10 away, so he has 26 apples left.", APPLES_Q, APPLES_R,
          "assistant_drift:statement_repeats_response"),
         # restatement
         (APPLES_Q, APPLES_Q, APPLES_R, "restatement:verbatim_query"),
         ("How many apples in 3 boxes of 12 if Tom gives 10 away?", APPLES_Q, APPLES_R,
          "restatement:query_word_overlap"),
+        ("How many apples does Tom have left?", APPLES_Q, APPLES_R, "restatement:query_word_overlap"),
+        ("can u help me with this one: tom has 3 boxes of 12 apples and gives 10 to his neighbour. how many "
+         "apples are left", APPLES_Q, APPLES_R, "restatement:query_word_overlap_after_preamble"),
         # acknowledgement
         ("Thanks!", APPLES_Q, APPLES_R, "acknowledgement:thanks_or_closing"),
         ("Thank you, I'll check the soil.", APPLES_Q, APPLES_R, "acknowledgement:thanks_or_closing"),
+        ("Awesome, that's exactly what I got.", APPLES_Q, APPLES_R, "acknowledgement:thanks_or_closing"),
+        ("Great list, thanks!", "Name three primary colors.", "1. red 2. yellow 3. blue",
+         "acknowledgement:thanks_or_closing"),
         # follow-up
         ('can you explain in practical terms how does 2 + 3 make "5"\'s?', SUM_Q, SUM_R,
          "follow_up:question_grounded_in_response"),
@@ -66,10 +84,31 @@ def label(turn: str, query: str = APPLES_Q, response: str = APPLES_R, special: t
         ("That's 5 sentences though, not 4.", "Write a story in exactly 4 sentences.",
          "One. Two. Three. Four. Five. The end.", "follow_up:objection_grounded_in_response"),
         ("What about New Zealand?", CANBERRA_Q, CANBERRA_R, "follow_up:question_grounded_in_response"),
+        ("Can you explain more?", APPLES_Q, APPLES_R, "follow_up:question_without_own_topic"),
+        ("so Tom had 36 before giving any away right", APPLES_Q, APPLES_R, "follow_up:question_grounded_in_response"),
+        ("Now make it shorter", APPLES_Q, APPLES_R, "follow_up:question_without_own_topic"),
+        ("Thanks! How many apples would 5 boxes make?", APPLES_Q, APPLES_R,
+         "follow_up:partial_question_on_the_problem"),
+        ("python please. something that renames all the files in a folder", "can you write code?",
+         "Yes! I can write Python, JavaScript and more. What would you like me to write?",
+         "follow_up:answers_the_response_question"),
+        ("I've read the first one already", "Recommend two sci-fi novels.",
+         "1. The Martian by Andy Weir. 2. Dune by Frank Herbert.", "follow_up:statement_refers_to_response"),
         # new query
         ("How do I convert fluid across miss measurement into millilitre?", SUM_Q, SUM_R,
          "new_query:question_not_grounded"),
         ("What is the capital of New Zealand?", CANBERRA_Q, CANBERRA_R, "new_query:query_template_with_new_values"),
+        ("Sara has 4 bags with 9 pears each. She eats 5. How many are left?", APPLES_Q, APPLES_R,
+         "new_query:self_contained_problem_with_its_own_numbers"),
+        ("Let's look at another classic problem: what is 7 + 8 divided by 5?", SUM_Q, SUM_R,
+         "new_query:self_contained_new_exercise"),
+        ("Write a pitch for a meal kit delivery service.", "Write a startup pitch for a time capsule service.",
+         "MemoryVault: letters and photos delivered on a date you choose.",
+         "new_query:self_contained_request_with_its_own_object"),
+        ("What is the best way to write a professional email?", "Draft a professional email asking your supervisor for feedback on the quarterly report. Keep it short.",
+         "Dear Ms. Smith, I hope this message finds you well. Best regards.",
+         "new_query:self_contained_question_with_its_own_subject"),
+        ("How do bakeries price their cupcakes?", APPLES_Q, APPLES_R, "new_query:question_not_grounded"),
         ("I am planning a trip to Japan next month", APPLES_Q, APPLES_R, "new_query:ungrounded_statement"),
     ],
 )
@@ -115,12 +154,37 @@ def test_registry_builds_rules_and_rejects_options():
         load_classifier("rules", threshold=0.5)
 
 
+def test_restatement_and_sibling_are_told_apart_by_what_changed():
+    # a paraphrase keeps the query's topic words; a sibling puts a new word in a topic word's slot
+    coffee_q, coffee_r = "How do I make cold brew coffee at home?", "Steep coarse coffee in cold water for 12 hours."
+    assert label("What's the best way to make cold brew at home?", coffee_q, coffee_r).label == "restatement"
+    assert label("How do you make iced coffee at home?", coffee_q, coffee_r).label == "new_query"
+    # the response's new facts (its numbers, its names) make a query-like turn a follow-up
+    assert label("Which city is the capital of Australia?", CANBERRA_Q, CANBERRA_R).label == "restatement"
+    assert label("Is Canberra the capital of Australia?", CANBERRA_Q, CANBERRA_R).label == "follow_up"
+
+
+def test_pronouns_refer_back_unless_the_turn_names_its_own_subject():
+    assert label("Is it hard to find?", CANBERRA_Q, CANBERRA_R).label == "follow_up"
+    assert label("A car drives 120 km in 2 hours and 200 km in 3 hours. What is its average speed?").label == (
+        "new_query")
+
+
 @pytest.mark.parametrize(
     ("turn", "query", "response", "gold", "why"),
     [
         ("How do I get better at managing my time?", "How can I improve my time management skills?",
          "Start by listing your tasks each morning.", "restatement",
          "paraphrase through synonyms (better/improve): word overlap cannot see it"),
+        ("Can you recommend some good sci-fi books for a beginner?",
+         "Can you recommend a few sci-fi novels for someone new to the genre?",
+         "Here are some approachable picks: 1. The Martian by Andy Weir. 2. Ender's Game by Orson Scott Card.",
+         "restatement", "synonyms (books/novels, beginner/new to the genre) share too few words"),
+        ("What's the difference between viruses and bacteria, in simple words?",
+         "Explain the difference between a virus and a bacterium in simple terms.",
+         "Bacteria are living cells; viruses are much smaller and are not cells.", "restatement",
+         "a synonym in the slot of the query's last word ('simple words' for 'simple terms') looks like a sibling "
+         "question with a new value"),
         ("Aloha again! On my second day I hiked to Akaka Falls and tasted fresh pineapple.",
          "Compose a travel blog post about a trip to Hawaii.", "Aloha from the Big Island! My week in Hawaii started "
          "at a luau in Kona.", "assistant_drift", "continuing the blog in new words shares too few words"),
@@ -128,8 +192,28 @@ def test_registry_builds_rules_and_rejects_options():
          "Write a haiku about autumn leaves. Do not use any commas.",
          "Red leaves drift and fall\nWhispers on the cooling ground\nThe year breathes out slow", "empty",
          "semantic gibberish made of real words"),
-        ("Can you explain Australia's currency in more detail?", CANBERRA_Q, CANBERRA_R, "new_query",
-         "'in more detail' and a query word look grounded though the answer never mentions currency"),
+        ("What is the speed of light?", "A train travels 60 miles per hour for 2.5 hours. How far does it go?",
+         "Distance = speed x time = 60 x 2.5 = 150 miles. #### 150", "new_query",
+         "one common word the response introduced ('speed') counts as grounding; word rarity is not known"),
+        ("How old will John be in 5 years?", "John is twice as old as his sister. In 5 years, the sum of their "
+         "ages will be 40. How old is John now?", "John is 20. #### 20", "follow_up",
+         "a new question built only from the query's words reads as a restatement"),
+        ("Why can't I just average 90 and 50?", "A train travels 180 km in 2 hours and then 150 km in 3 hours. "
+         "What is its average speed for the whole trip?", "Total distance = 330 km, total time = 5 hours, "
+         "330 / 5 = 66 km/h. #### 66", "follow_up",
+         "challenges the method with numbers nobody wrote (the two legs' speeds): nothing to match"),
+        ("If supplies cost $600 and tickets cost 50% more than the supplies, how much do the tickets cost?",
+         "Jen has to pay $400 for the supplies. The tickets cost 50% more than the supplies. How much does travel "
+         "cost?", "50% of $400 is $200, so the tickets cost $400 + $200 = $600.\n#### 600", "new_query",
+         "a sibling problem whose new value happens to be the response's answer (600) reads as grounded in it"),
+        ("How much did Josh lose?", "Josh buys a house for $80,000 and puts in $50,000 in repairs. This increased "
+         "the value of the house by 150%. How much profit did he make?", "The profit is $80,000 - $80,000 = "
+         "$10,000.", "follow_up", "a short question about the problem's character with one new word ('lose'): "
+         "no number, no pointer, so it looks self-contained"),
+        ("Find the sum of the infinite geometric series with first term $a$ and common ratio $r$ such that |r| < 1.",
+         "Find a way to write the double sum in terms of $p$ and $q$.", "We can use the formula for the sum of a "
+         "geometric series with ratio $r$.", "new_query", "a textbook question that reuses two words only the "
+         "response used ('geometric series'): grounding cannot tell topic words from references"),
     ],
 )
 @pytest.mark.xfail(strict=True, reason="known rules failure; the 'why' parameter says what the rules miss")
@@ -137,28 +221,50 @@ def test_known_failures(turn, query, response, gold, why):
     assert label(turn, query, response).label == gold, why
 
 
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _gold(split: str) -> tuple[list[str], list[str]]:
-    rows = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _rows(GOLD) + (_rows(HELDOUT) if HELDOUT.exists() else [])
     rows = [r for r in rows if r["split"] == split]
     predicted = [label(r["user_turn"], r["query"], r["response"]).label for r in rows]
     return [r["label"] for r in rows], predicted
 
 
-def test_gold_set_is_large_varied_and_split():
-    rows = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert len(rows) >= 300
-    assert {r["split"] for r in rows} == {"dev", "heldout"}
+def test_gold_set_is_large_varied_and_marks_its_history():
+    rows = _rows(GOLD)
+    assert len(rows) >= 640
+    # each held-out part was scored once, then inspected while tuning, so it joined the tuning split
+    assert {r["split"] for r in rows} == {"dev"}
+    assert {r["origin"] for r in rows} == {"dev1", "heldout1", "dev2", "heldout2"}
     assert {r["dataset"] for r in rows} >= {"gsm8k", "math", "ifeval", "mt_bench", "conversation"}
     assert sum(r["hard"] for r in rows) >= 50
 
 
-def test_held_out_macro_f1_meets_target():
-    gold, predicted = _gold("heldout")
-    assert agreement_report(gold, predicted).macro_f1 >= 0.85
+def test_dev_figures_do_not_regress():
+    gold, predicted = _gold("dev")
+    report = agreement_report(gold, predicted)
+    # all 644 lines (dev1, heldout1, dev2, heldout2) were tuned on: macro-F1 0.970, follow_up F1 0.977
+    assert report.macro_f1 >= 0.96 and report.per_label["follow_up"].f1 >= 0.965
 
 
-@pytest.mark.xfail(strict=True, reason="held-out follow_up F1 is 0.845 today (target 0.9): misses are "
-                   "self-contained-looking follow-ups and sibling questions; tuned on dev only")
-def test_held_out_follow_up_f1_meets_target():
-    gold, predicted = _gold("heldout")
-    assert agreement_report(gold, predicted).per_label["follow_up"].f1 >= 0.9
+def _held_out_report():
+    rows = _rows(HELDOUT)
+    assert rows and {r["split"] for r in rows} == {"heldout"}
+    return agreement_report(*_gold("heldout"))
+
+
+@pytest.mark.skipif(not HELDOUT.exists(), reason="the fresh blind held-out set has not landed yet")
+def test_held_out_meets_the_macro_f1_target(record_property):
+    report = _held_out_report()
+    record_property("heldout_macro_f1", round(report.macro_f1, 3))
+    record_property("heldout_follow_up_f1", round(report.per_label["follow_up"].f1, 3))
+    assert report.macro_f1 >= 0.85
+
+
+@pytest.mark.skipif(not HELDOUT.exists(), reason="the fresh blind held-out set has not landed yet")
+@pytest.mark.xfail(strict=False, reason="follow_up F1 >= 0.9 on unseen text is the issue's target; the blind "
+                   "held-out sets so far gave 0.845 (v1) and 0.778 (v2), so it may not be met")
+def test_held_out_meets_the_follow_up_target():
+    assert _held_out_report().per_label["follow_up"].f1 >= 0.9

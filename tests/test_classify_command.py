@@ -44,14 +44,34 @@ def test_classify_writes_each_line_back_with_label_and_reason(run_cli, tmp_path)
 
 def test_validate_classifier_prints_figures_and_writes_disagreements(run_cli, tmp_path):
     disagreements = tmp_path / "wrong.jsonl"
-    code, stdout, _ = run_cli("validate-classifier", "--gold", str(GOLD), "--split", "heldout",
+    code, stdout, _ = run_cli("validate-classifier", "--gold", str(GOLD), "--split", "dev",
                               "--disagreements", str(disagreements))
     assert code == 0
     for text in ("accuracy=", "macro-F1=", "kappa=", "precision", "confusion", "follow_up"):
         assert text in stdout
     wrong = [json.loads(line) for line in disagreements.read_text(encoding="utf-8").splitlines()]
     assert wrong and all(w["gold_label"] != w["predicted"] for w in wrong)
-    assert all(w["split"] == "heldout" for w in wrong)
+    assert all(w["split"] == "dev" and w["file"] == str(GOLD) for w in wrong)
+
+
+def test_validate_classifier_joins_gold_files_and_selects_the_split(run_cli, tmp_path):
+    heldout = tmp_path / "heldout.jsonl"
+    rows = [{"query": "What is 2 + 3?", "response": "2 + 3 = 5", "user_turn": "Thanks!", "label": "acknowledgement",
+             "split": "heldout"},
+            {"query": "What is 2 + 3?", "response": "2 + 3 = 5", "user_turn": "Thanks!", "label": "meta",
+             "split": "heldout"}]
+    heldout.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    wrong_file = tmp_path / "wrong.jsonl"
+    code, stdout, _ = run_cli("validate-classifier", "--gold", str(GOLD), "--gold", str(heldout), "--split",
+                              "heldout", "--disagreements", str(wrong_file))
+    assert code == 0 and "n=2  accuracy=0.500" in stdout
+    (wrong,) = [json.loads(line) for line in wrong_file.read_text(encoding="utf-8").splitlines()]
+    assert wrong["file"] == str(heldout) and wrong["line"] == 2 and wrong["gold_label"] == "meta"
+
+
+def test_validate_classifier_split_without_lines_is_an_error(run_cli):
+    code, _, stderr = run_cli("validate-classifier", "--gold", str(GOLD), "--split", "heldout")
+    assert code == 2 and "no gold lines in split 'heldout'" in stderr
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,29 @@ The rules run in a fixed order; the first that fires decides:
 1. leaked role markers: text after an assistant header is cut off (a header first = drift);
 2. ``empty``: nothing left, special tokens only, punctuation only, repetition loops, gibberish;
 3. ``meta``: thinking traces, third-person talk about "the user"/"the assistant", grades;
-4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps;
-5. ``restatement``: the turn's words are the query's words;
-6. ``acknowledgement``: thanks/praise/closing with no question or objection;
-7. questions, requests and objections: ``follow_up`` when grounded in the response (shared salient
-   words or numbers, or words that only make sense with the conversation: "that", "what if",
-   "instead", "step 2"), ``new_query`` otherwise or when it is the query's template with new values;
-8. plain statements: ``assistant_drift`` when they repeat the response's content, else ``new_query``.
+4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps, a question
+   or exercise followed by its own answer;
+5. ``restatement``: the turn's words are the query's words, or are contained in one sentence of the
+   query, also after a short preamble ("can u help me with this one: ..."), without the response's
+   new facts (its numbers and names), without words that point at the conversation, and without a
+   new value in place of a topic word (that is a sibling question);
+6. ``acknowledgement``: thanks/praise/closing with no question and no contradiction ("Awesome,
+   that's exactly what I got" agrees);
+7. statements opening with a continuation ("Furthermore, ...") continue the answer;
+8. questions, requests (also in a later sentence, after "now"/"let's", or a tag like "..., right")
+   and objections: ``new_query`` when the turn states its own problem (a new exercise announced as
+   such, two or more numbers of its own, a request with its own "a ..." object, a long question
+   with an indefinite or superlative subject) and only the response's numbers, two of its words or
+   a named part of it could tie it back; ``follow_up`` when grounded in the response (words or
+   numbers the response introduced, its final answer, or words that only make sense with the
+   conversation: "that", "what if", "instead", "step 2", "too", "do one where ..."), when it puts a
+   new value on one of the problem's things ("How many liters would 7 cows make?"), or when it has
+   no topic of its own ("Can you explain more?"); ``new_query`` otherwise, or when it is the
+   query's template with new values;
+9. plain statements: ``follow_up`` when they answer the response's closing question with its words,
+   ``assistant_drift`` when they repeat the response's content or explain the query's subject
+   impersonally, ``follow_up`` when they name a part of the answer ("I've read the first one"),
+   else ``new_query``.
 
 Everything here is a pure function of :class:`~userturn.classifiers.ClassifyInput`.
 """
@@ -57,8 +73,9 @@ _ASSISTANT_SPEAKER = re.compile(r"^\s*(?:assistant|ai|bot|model|chatbot|gpt|smol
 _THINK_CLOSED = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<think(?:ing)?>|</think(?:ing)?>", re.IGNORECASE)
 
-# words (possessive 's dropped: "hawaii's" -> "hawaii"), numbers with decimals
-_TOKEN = re.compile(r"[^\W\d_](?:\w|'(?=\w)(?!s\b))*|\d+(?:\.\d+)?")
+# words (possessive 's dropped: "hawaii's" -> "hawaii"; a word stops before a digit, so "log2" and "log_2"
+# are "log" + "2"; "my_list" stays one word), numbers with decimals
+_TOKEN = re.compile(r"[^\W\d_]+(?:(?:_+|'(?!s\b))[^\W\d_]+)*|\d+(?:\.\d+)?")
 _ASCII_WORD = re.compile(r"\b[a-z]{3,}\b")
 _NO_VOWEL_WORD = re.compile(r"\b[b-df-hj-np-tv-xz]{3,}\b")
 _WORDISH = re.compile(r"\w", re.UNICODE)
@@ -72,7 +89,7 @@ _STOPWORDS = frozenset(
     few more most other some any all again further once up down out off over under above below between through
     during before after while until because please s t d ll m re ve y o let lets let's i'm i'd i'll you're it's
     that's what's there's don't doesn't didn't isn't aren't wasn't weren't can't couldn't won't wouldn't shouldn't
-    haven't hasn't hadn't one two three four five six seven eight nine ten get got make made give tell show explain
+    haven't hasn't hadn't one get got make made give tell show explain
     write find use using used like want need know think say said see look go going way thing things something
     really well okay ok yes yeah sure thanks thank hi hello hey oh ah hmm um new now i've you've we're they're
     anything something everything nothing already right much many every like""".split()
@@ -89,21 +106,51 @@ _REQUEST_VERBS = frozenset(
 )
 
 # Words whose meaning depends on the conversation: a question that uses them refers to the response.
+# Pronouns ("it", "they") and the demonstrative "that" are handled apart (see _refers_back): they
+# often point inside the turn itself ("a list that ...", "A car ... What is its speed?").
 _CONTEXT_DEPENDENT = re.compile(
-    r"\b(?:you said|you wrote|you mentioned|you used|you did|you got|you chose|you choose|you add|you multiply|"
+    r"\b(?:you said|you wrote|you mentioned|you used|you did|you got|you chose|(?<!would )(?<!could )you choose|you add|you multiply|"
     r"you divide|you group|you know|your (?:answer|response|reply|solution|explanation|example|list|code|story|"
-    r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation)|"
-    r"that|this|those|these|it|its|them|they|the above|above|previous|earlier|again|instead|another|"
-    r"same|one sentence|less|shorter|longer|simpler|which one|the two|the first one|double-check|verify|"
-    r"the (?:first|second|third|fourth|fifth|last|next|other) (?:one|step|part|tip|example|line|paragraph|film|sentence)|"
-    r"(?:step|tip|number|point|line|paragraph|example|option|item) ?#?\d+|#\d+|"
-    r"what about|what if|how about|how come|why not|in other words|in practical terms|simpler words|both|either)\b|"
-    r"^\s*(?:(?:can|could|would) you |please )?(?:add|rewrite|shorten|expand|rephrase|revise|change|edit|remove|"
-    r"make it|redo|continue|wrap it|explain)\b")
+    r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation|letter|"
+    r"version|result|draft|suggestions?|recommendations?)|"
+    r"the above|one sentence|which one|the two|the first one|double-check|"
+    r"(?:the|that|this) (?:first|second|third|fourth|fifth|last|next|other|final|middle|\d+(?:st|nd|rd|th)) "
+    r"(?:one|step|part|tip|example|line|paragraph|film|sentence|stanza|verse|item|point|option|book|answer|"
+    r"method|equation|bit|word|pair|term|factor|number)s?|"
+    r"(?:step|tip|number|point|line|paragraph|example|option|item|stanza) ?#?\d+|#\d+|"
+    r"(?:do|write|make|try|give me|show me|compose|create|draw|need|want|pick|recommend|suggest) "
+    r"(?:another |a (?:\w+ )?)?one\b(?!-| (?:of|more|paragraph|sentence|word|line|page|day|hour)\b)|"
+    r"(?:which|what) of (?:them|those|these)|any (?:\w+ )?ones|ones like|like that|"
+    r"as well|what about|what if|what happens (?:if|when|to)|how about|how come|why not|why (?:do|did|would) you|in other words|in practical terms|"
+    r"simpler words)\b|"
+    r"\bthen\s*[?.!]?\s*$|"
+    r"^\s*(?:(?:can|could|would) you |please |now,? |ok(?:ay)?,? now,? )?(?:add|rewrite|shorten|expand|rephrase|"
+    r"revise|change|edit|remove|make it|redo|continue|wrap it|replace|swap|translate it|summari[sz]e it|"
+    r"keep going|go on|elaborate|do the same)\b")
+# single words with the same meaning, looked up in the turn's token set (faster than a regex)
+_CONTEXT_WORDS = frozenset(
+    "this those these above previous earlier again instead another same less shorter longer simpler verify "
+    "too both either".split())
+# "that" pointing at the conversation: at a sentence start, after a verb or preposition, or before
+# a noun of the answer / at the end ("why is that?"); not the relative "a list that does ...".
+_DEICTIC_THAT = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:is|was|isn't|does|do|did|about|of|with|on|in|for|to|explain|mean|means|by|from|"
+    r"why|how|at|like|repeat|redo|change|keep|use|try|get|understand|follow|see|make|after|before|than|"
+    r"and|but)\s+)that\b(?!\s+(?:is|was|are|were|has|have|does|do|can|will|would)\b(?!\s*[?.!]))|"
+    r"\bthat(?:'s|\s+(?:one|step|part|line|number|answer|result|example|list|formula|equation|word|sentence|"
+    r"method|bit|way|poem|story|email|letter|recipe|explanation|version|trick|rule)\b|\s*[?.!,]|\s*$)")
+# Stronger than _CONTEXT_DEPENDENT: names a part of the answer, enough to make a plain statement a follow-up.
+_PART_REFERENCE = re.compile(
+    r"\b(?:(?:the|that|this|your) (?:first|second|third|fourth|fifth|last|final|middle|\d+(?:st|nd|rd|th)) "
+    r"(?:one|step|part|tip|example|line|paragraph|film|sentence|stanza|verse|item|point|option|book|answer|"
+    r"method|equation|bit|word|pair|term|factor)s?|(?:step|tip|line|paragraph|example|option|item|stanza) "
+    r"?#?\d+|instead|you (?:said|wrote|mentioned|used|forgot|missed|skipped)|your (?:answer|response|reply|"
+    r"solution|explanation|example|list|code|story|poem|steps?|method|calculation|letter|version|result))\b")
+_PRONOUN = re.compile(r"\b(?:it|its|them|they|their|those)\b")
 # Weaker hints of context: "why ...?", "also", "more", "an example" lean on the conversation but also
 # open plenty of self-contained questions.
 _CONTEXT_HINT = re.compile(
-    r"\b(?:why|how|also|too|then|still|really|else|other|more|example|explain|so)\b")
+    r"\b(?:why|also|still|really|else|other|more|example|explain|so)\b")
 _YES_NO_START = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please|no|nope|not really)\b")
 _ELLIPTICAL_START = re.compile(r"^\s*(?:and|so|but|what about|what if|how about|then|or|also|ok so|okay so)\b")
 _OBJECTION = re.compile(
@@ -112,14 +159,26 @@ _OBJECTION = re.compile(
     r"don't understand|do not understand|don't see|'m confused|am confused|'m not (?:sure|convinced)|am not sure|"
     r"'ve (?:read|seen|tried)|work|tried)|you forgot|you missed|you made|though|actually|but|however|"
     r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?)\b")
+# a turn that opens with "no," contradicts the answer (not "no thanks", "no problem")
+_NO_START = re.compile(r"\s*(?:no|nope)\b(?![\s,!.]*(?:thanks?|thank you|problem|worries|need)\b)")
+
+
+def _objects(text: str) -> bool:
+    return bool(_OBJECTION.search(text) or _NO_START.match(text))
+
+
+# contradiction proper: without one of these, "Awesome, that's exactly what I got" is not an objection
+_CONTRAST = re.compile(
+    r"\b(?:but|though|however|not|no|nope|wrong|incorrect|mistake|wait|hmm|actually|confus\w*|error|sure|"
+    r"should|why)\b|n't\b")
 _ACK = re.compile(
     r"\b(?:thanks?|thank you|thx|ty|tysm|cheers|merci|gracias|danke|arigatou?|appreciate(?:d)?|"
     r"great|perfect|awesome|cool|nice|excellent|brilliant|lovely|wonderful|amazing|fantastic|neat|"
     r"ok(?:ay)?|alright|got it|gotcha|understood|makes sense|that helps|helpful|clear|correct|you're right|"
     r"good job|very good|sounds good|bye|goodbye|see you|hello|hi|hey|haha+|lol|wow|love it|i see|will do|sounds good|"
-    r"very informative|informative|interesting|love it|haha)\b")
+    r"very informative|informative|interesting|love it|haha|beautiful|gorgeous|superb|well done|spot on)\b")
 _ACK_FILLER = re.compile(
-    r"\b(?:i'll|i will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
+    r"\b(?:i'll|i will|will|i'm going to|going to|gonna) (?:try|check|send|watch|read|use|do|look|give)\b.*$")
 
 _META_THIRD_PERSON = re.compile(
     r"\bthe user(?:'s)?\s+(?:is|wants|wanted|asked|asks|has|had|requested|requests|seeks|needs|was|would|"
@@ -139,10 +198,11 @@ _DRIFT_OFFER = re.compile(
     r"\bfeel free to\b|\banything else (?:i can|you'd like|you would like|you need)\b|"
     r"\bhow (?:can|may) i (?:help|assist)\b|\bi'?d be (?:happy|glad) to\b|\bhappy to help\b|"
     r"\byou'?re (?:very )?welcome\b|\b(?:great|good|excellent) question\b|\bas an ai\b|"
-    r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi apologi[sz]e\b|\bwould you like me to\b|"
+    r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi(?:'m| am) (?:an ai\b|a (?:\w+ )?language model)|\bi apologi[sz]e\b|\bwould you like me to\b|"
     r"\b(?:do|if) you have any (?:other|more|further|additional)? ?questions\b|"
     r"\bhere(?: is|'s| are) (?:a|an|the|some|my|your|three|two|five|more|another|a revised|an updated|"
     r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b")
+_THANKS = re.compile(r"\bthanks?\b|\bthank you\b|\bappreciate")
 _DRIFT_OPENER = re.compile(r"^\s*(?:sure|certainly|of course|absolutely|great|alright)\s*[!.,:]")
 _USER_REQUEST_AFTER_OPENER = re.compile(
     r"\b(?:show me|tell me|give me|can you|could you|please|i'd like|i would like|i want|go ahead|let's see)\b")
@@ -161,38 +221,59 @@ _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+\S", re.MULTILINE)
 _INLINE_LIST = re.compile(r"(?:^|\s)\d+[.)]\s+\S.*?(?:^|\s)\d+[.)]\s+\S", re.DOTALL)
 
 
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero x two three four five six seven eight nine ten eleven twelve".split()) if i != 1}
+
+
 @lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    """A deliberately crude stemmer: suffixes off, then the first six letters.
+    """A deliberately crude stemmer: number words to digits, suffixes off, then the first six letters.
 
-    Enough to match "apples"/"apple", "divided"/"divide" and "summary"/"summarize"; rare collisions
+    Enough to match "apples"/"apple", "divided"/"divide", "viruses"/"virus" and "summary"/"summarize"; rare collisions
     ("experience"/"experiment") cost less than missed paraphrases.
     """
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
     if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    elif len(word) > 4 and word.endswith("es") and not word.endswith("ses"):
-        word = word[:-2]
-    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = _undouble(word[:-3])
+    elif len(word) > 5 and word.endswith("ed"):
+        word = _undouble(word[:-2])
+    elif len(word) > 4 and word.endswith(("xes", "zes", "ches", "shes", "uses", "sses")):
+        word = word[:-2]  # boxes -> box, viruses -> virus, classes -> class
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
+    if len(word) > 4 and "our" in word:
+        word = word.replace("our", "or")  # colour/color, favourite/favorite (both sides alike)
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # divide/divided, apple/apples, mile/miles
     return word[:6]
+
+
+def _undouble(word: str) -> str:
+    """"wrapp" (from "wrapped") -> "wrap"; "fall" and "add" keep their double letter."""
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouyls":
+        return word[:-1]
+    return word
 
 
 _SYNONYMS = re.compile(r"square root|\\?sqrt|√")
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(_SYNONYMS.sub(" sqrt ", text.lower()))
+    text = text.lower()
+    if "sqrt" in text or "root" in text or "√" in text:
+        text = _SYNONYMS.sub(" sqrt ", text)
+    return _TOKEN.findall(text)
 
 
 _REQUEST_STEMS = frozenset(_stem(v) for v in _REQUEST_VERBS)
 
 
 def _content(tokens: Sequence[str]) -> frozenset[str]:
-    """Stemmed content words: no stopwords, no request verbs ("explain", "summarize")."""
-    stems = (_stem(t) for t in tokens if t not in _STOPWORDS)
-    return frozenset(s for s in stems if s not in _REQUEST_STEMS)
+    """Stemmed content words: no stopwords, no request verbs ("explain", "summarize"); "three" is "3"."""
+    stems = set(map(_stem, [t for t in tokens if t not in _STOPWORDS]))
+    stems -= _REQUEST_STEMS
+    return frozenset(stems)
 
 
 def _shape(tokens: Sequence[str]) -> frozenset[str]:
@@ -210,6 +291,32 @@ class _Context:
     response_numbers: frozenset[str]
     response_has_list: bool
     response_asks: bool
+    answer_numbers: frozenset[str]
+    response_names: frozenset[str]
+    query: str
+
+
+# sentence ends, colons and quotes: "... the following question: \"What is your opinion on X?\""
+_CLAUSE_END = re.compile(r"[.?!:;\n]+[\"'”’)]*\s+|[\"“”]")
+_ANSWER_MARK = re.compile(r"\\boxed\{([^{}]*)\}|####\s*(\S+)|\banswer is\s*\$?(\S+)", re.IGNORECASE)
+
+
+def _answer_numbers(response: str) -> frozenset[str]:
+    """Numbers of the response's final answer (boxed, after ####, "the answer is"), or its last number."""
+    if "boxed" not in response and "####" not in response and "answer is" not in response.lower():
+        marked = []
+    else:
+        marked = [n for m in _ANSWER_MARK.finditer(response) for g in m.groups() if g for n in _NUMBER.findall(g)]
+    if marked:
+        return frozenset(marked)
+    numbers = _NUMBER.findall(response)
+    return frozenset(numbers[-1:])
+
+
+@lru_cache(maxsize=4096)
+def _query_sentences(query: str) -> tuple[frozenset[str], ...]:
+    """Content words of each sentence (or quoted part) of the query, for the containment test."""
+    return tuple(c for c in (_content(_tokens(p)) for p in _CLAUSE_END.split(query)) if len(c) >= 2)
 
 
 @lru_cache(maxsize=4096)
@@ -226,6 +333,9 @@ def _context(query: str, response: str) -> _Context:
         response_numbers=frozenset(_NUMBER.findall(response)),
         response_has_list=bool(_INLINE_LIST.search(response)),
         response_asks=response.rstrip().endswith("?"),
+        answer_numbers=_answer_numbers(response),
+        response_names=frozenset(_stem(n.lower()) for n in _PROPER_NOUN.findall(response)),
+        query=query,
     )
 
 
@@ -265,12 +375,21 @@ def _degenerate(text: str, tokens: Sequence[str]) -> Label | None:
     return None
 
 
+def _may_grade(text: str) -> bool:
+    """Cheap pre-check for _META_GRADE (it needs "[[", ":", "=", "/" or a final pass/fail)."""
+    return "[[" in text or ":" in text or "=" in text or "/" in text or text.rstrip(". \n").endswith(("pass", "fail"))
+
+
+# every alternative of _DRIFT_ANSWER_MARK contains one of these: checked first, much faster
+_ANSWER_KEYS = ("boxed", "####", "answer", "step", "we ", "```")
+
+
 def _meta(text: str, has_question: bool) -> Label | None:
     if _THINK_OPEN.search(text):
         return _label("meta", "thinking_tag", 0.95)
     if _META_THIRD_PERSON.search(text):
         return _label("meta", "third_person_about_conversation", 0.85)
-    if _META_GRADE.search(text) and not has_question:
+    if not has_question and _may_grade(text) and _META_GRADE.search(text):
         return _label("meta", "grades_the_exchange", 0.8)
     return None
 
@@ -280,27 +399,47 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
         return _label("assistant_drift", "assistant_speaker_label", 0.9)
     if _DRIFT_OFFER.search(text):
         return _label("assistant_drift", "offers_help_or_assistant_phrase", 0.9)
-    if _DRIFT_OPENER.match(text) and not _USER_REQUEST_AFTER_OPENER.search(text):
+    if _DRIFT_OPENER.match(text) and not _USER_REQUEST_AFTER_OPENER.search(text) and not _THANKS.search(text):
         return _label("assistant_drift", "assistant_opener", 0.8)
     if _DRIFT_SOLUTION.match(text) and not has_question:
         return _label("assistant_drift", "first_person_solution", 0.85)
     if _QA_PAIR.match(text):
         return _label("assistant_drift", "writes_question_and_answer", 0.75)
-    if not has_question and _DRIFT_ANSWER_MARK.search(text):
+    if (not has_question and any(k in text for k in _ANSWER_KEYS) and _DRIFT_ANSWER_MARK.search(text)
+            and not _REQUEST_ANYWHERE.search(text)):
         return _label("assistant_drift", "answer_like_structure", 0.75)
     if has_question:
         # "Why 9? Because ..." asks and then answers itself.
         after = text.split("?", 1)[1].strip()
-        if re.match(r"(?:because|since|well,? (?:because|since)|that's because|the answer is)\b", after, re.I):
+        if re.match(r"(?:because|since|well,? (?:because|since)|that's because|the answer is)\b", after):
             return _label("assistant_drift", "answers_own_question", 0.7)
+    # a question or exercise followed by its own answer: "... How many hours? Answer: 2 + 3 = 5", the query
+    # then "\n\nMultiply both sides by 6 ..., so x = 6", "What language would you use?\n\nIncluding ..."
+    cut = text.rfind("?") + 1 if has_question else text.find("\n\n")
+    if cut > 0 and ("\n" in text[cut:cut + 3] or text[cut:].lstrip().startswith("answer")):
+        tail = text[cut:].strip()
+        if tail and "?" not in tail and (_ANSWERED.search(tail) or (
+                has_question and len(tail.split()) >= 8 and not _FIRST_PERSON.search(tail)
+                and not _REQUEST_ANYWHERE.search(tail))):
+            return _label("assistant_drift", "question_followed_by_its_answer", 0.7)
     return None
 
 
+_CONTINUATION = re.compile(r"^\s*(?:furthermore|moreover|additionally|in addition|alternatively)\b")
+_ANSWERED = re.compile(r"^answer\s*:|=\s*\$?-?\d[\d.,]*\s*\$?[\w ]{0,12}[.!]?\s*$")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|we|our)\b")
 _LEAD_IN = re.compile(
-    r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it)"
-    r"[\s,!.]*)+")
+    r"^\s*(?:(?:sure|ok(?:ay)?|yes|yeah|alright|great|hmm+|haha+|oh|no|thanks|thank you|nice|cool|love it|now|"
+    r"then|and now)\b[\s,!.]*)+")
 _REQUEST_ANYWHERE = re.compile(
-    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need)\b")
+    r"(?:^|[.!,;]\s*)(?:(?:can|could|would|will) you|please|i(?:'d| would) like|i want|i need|let's|let us)\b|"
+    r"\b(?:tell|show|give|help) me\b")
+# a question without its question mark: "so the brother is 12 right", "that's 26, correct"
+_ACK_WORDS = frozenset(("thanks", "thank", "thx"))
+_TAG_ENDINGS = frozenset(("right", "correct", "it", "no"))
+_TAG_QUESTION = re.compile(
+    r"(?<!you're )(?<!you are )(?<!that's )(?<!all )(?<!exactly )\b(?:right|correct|isn't it|is that right|"
+    r"am i right|no)\s*[.!]*\s*$")
 
 
 def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
@@ -308,23 +447,69 @@ def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
     if "?" in text:
         return True
     rest = _LEAD_IN.sub("", text)
-    words = _tokens(rest)
-    if words and (words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please"):
+    for sentence in _SENTENCE_END.split(rest):  # "When d is 2. Show it with Fermat." asks in its 2nd sentence
+        words = _tokens(sentence)
+        if not words or (len(words) > 1 and words[1] in _ACK_WORDS) or (words[0] == "will" and len(words) > 1
+                                                                        and words[1] in _REQUEST_VERBS):
+            continue  # "list, thanks", "will try splitting it"
+        if words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please":
+            return True
+    if _REQUEST_ANYWHERE.search(rest):
         return True
-    return bool(_REQUEST_ANYWHERE.search(rest))
+    return len(tokens) >= 3 and tokens[-1] in _TAG_ENDINGS and bool(_TAG_QUESTION.search(rest))
 
 
 _PROPER_NOUN = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]+")
 _MODIFIER = re.compile(
-    r"\b(?:another|instead|again|different|other|same|too|also|what if|what about|why|you said|your|"
+    r"\b(?:another|instead|again|different|other|same|too|also|what if|what about|you said|your|"
     r"shorter|longer|simpler|more)\b")
+
+
+def _substitutes(tokens: Sequence[str], added: frozenset[str], dropped: frozenset[str], ctx: _Context) -> bool:
+    """True when new words take the place of a topic word of the query: a sibling question.
+
+    "How do you make iced coffee at home?" for "How do I make cold brew coffee at home?": "iced" sits
+    in the frame "make _ coffee" where the query had "cold brew", and "cold" is a topic word (the
+    response repeats it, or it is the question's last content word). The frame is both neighbours,
+    or, for a word the response repeats, one neighbour that is a content word.
+    """
+    query = ["a" if t == "an" else _stem(t) for t in ctx.query_tokens]
+    last = next((w for w in reversed(query) if w in ctx.query_content), None)
+    topic = {w for w in dropped if not w[0].isdigit() and (w in ctx.response_content or w == last)}
+    if not topic or not added:
+        return False
+    padded = ["^", *query, "$"]
+    turn = ["^", *("a" if t == "an" else _stem(t) for t in tokens), "$"]
+    for i in range(1, len(turn) - 1):
+        if turn[i] not in added:
+            continue
+        left, right = turn[i - 1], turn[i + 1]
+        if left[0].isdigit() or right[0].isdigit():
+            continue  # next to a number sits a unit ("60 mph" for "60 miles per hour"), not a value
+        for j, word in enumerate(padded):
+            if word not in topic:
+                continue
+            # both neighbours around a span of one to three query words with the topic word in it
+            for start in range(max(1, j - 2), j + 1):
+                for end in range(j, min(len(padded) - 1, start + 3)):
+                    if padded[start - 1] == left and padded[end + 1] == right:
+                        return True
+            if word not in ctx.response_content:
+                continue  # the question's last word needs the whole frame
+            if (padded[j - 1] == left and left in ctx.query_content and not left[0].isdigit()) or (
+                    padded[j + 1] == right and right in ctx.query_content and not right[0].isdigit()):
+                return True
+    return False
 
 
 def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, text: str,
                  original: str) -> Label | None:
     """``restatement`` when the turn's content words are (nearly) the query's; None otherwise.
 
-    Swapping values (another number, another shape) is not a restatement: see ``_ask_or_object``.
+    A turn that uses words only the response introduced, or words that point at the conversation
+    ("instead", "your answer"), builds on the answer and is not a restatement. Swapping values
+    (another number, a new name, a topic word replaced in place) is a sibling question: see
+    ``_ask_or_object``.
     """
     if not tokens or not ctx.query_tokens:
         return None
@@ -332,32 +517,67 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
         return _label("restatement", "verbatim_query", 0.98)
     if not content or not ctx.query_content:
         return None
-    if _ELLIPTICAL_START.match(text):
-        return None
-    modifiers = {m.lower() for m in _MODIFIER.findall(text)}
-    query_text = " ".join(ctx.query_tokens)
-    if any(m not in query_text for m in modifiers):
-        return None
     shared = content & ctx.query_content
     added = content - ctx.query_content
-    dropped = ctx.query_content - content
     turn_in_query = len(shared) / len(content)
     query_in_turn = len(shared) / len(ctx.query_content)
-    details = {"turn_in_query": round(turn_in_query, 3), "query_in_turn": round(query_in_turn, 3)}
-    if added and dropped and query_in_turn >= 0.5 and not (added & ctx.response_content):
-        # same frame, different values ("octagon" for "hexagon", "Hamlet" for "Romeo and Juliet", new
-        # numbers): a sibling question, decided in _ask_or_object
+    if not ((turn_in_query >= 0.6 and query_in_turn >= 0.5) or (len(added) <= 1 and query_in_turn >= 0.6)
+            or (turn_in_query >= 0.8 and query_in_turn >= 0.3)):
+        # containment: the turn is one sentence of the query ("How much does Janet make every day at the
+        # market?" for the last sentence of a long problem), or the query after a short preamble
+        # ("can u help me with this one: <query>", "I meant: <query>")
+        contained = turn_in_query >= 0.85 and len(shared) >= 2 and any(
+            len(s & content) >= 0.75 * len(s) for s in _query_sentences(ctx.query))
+        if not contained:
+            return None
+        query_in_turn = max(len(s & content) / len(s) for s in _query_sentences(ctx.query))
+    # the cheap overlap test passed; now what speaks against a restatement
+    if _ELLIPTICAL_START.match(text):
+        return None
+    # the response's new facts (its numbers and names) do not occur in a restatement; a common word
+    # of the response ("city") may
+    from_response = _response_only(content, ctx)
+    if len(from_response) > 0.34 * len(content) or any(
+            w[0].isdigit() or w in ctx.response_names for w in from_response):
+        return None
+    query_text = ctx.query_norm
+    if any(m not in query_text for m in _MODIFIER.findall(text)):
+        return None
+    if not _CONTEXT_WORDS.isdisjoint(tokens) and any(
+            w in _CONTEXT_WORDS and w not in ctx.query_tokens for w in tokens):
+        return None
+    if _NO_START.match(text):
+        return None
+    for pattern in (_CONTEXT_DEPENDENT, _DEICTIC_THAT, _OBJECTION):
+        if pattern is _DEICTIC_THAT and "that" not in text:
+            continue
+        if any(m.group(0).strip(" ,.;:!?") not in query_text for m in pattern.finditer(text)):
+            return None
+    dropped = ctx.query_content - content
+    if added and dropped:
         new_number = any(w[0].isdigit() for w in added)
         new_name = any(_stem(w.lower()) in added for w in _PROPER_NOUN.findall(original))
-        swap = len(added) == 1 and len(dropped) == 1 and len(ctx.query_content) <= 6
-        if new_number or new_name or swap:
+        if new_number or new_name or _substitutes(tokens, added, dropped, ctx):
             return None
-    if (turn_in_query >= 0.75 and query_in_turn >= 0.5) or (len(added) <= 1 and query_in_turn >= 0.6) or (
-        turn_in_query >= 0.8 and query_in_turn >= 0.4
-    ):
-        confidence = 0.85 if query_in_turn >= 0.7 and turn_in_query >= 0.8 else 0.7
-        return _label("restatement", "query_word_overlap", confidence, **details)
-    return None
+    confidence = 0.85 if query_in_turn >= 0.7 and turn_in_query >= 0.8 else 0.7
+    return _label("restatement", "query_word_overlap", confidence, turn_in_query=round(turn_in_query, 3),
+                  query_in_turn=round(query_in_turn, 3))
+
+
+def _after_preamble(ctx: _Context, text: str, original: str) -> Label | None:
+    """The restatement test on what follows a short preamble and a colon, if there is one."""
+    colon = text.find(":")
+    if colon < 0 or len(text[:colon].split()) > 8:
+        return None
+    tail, original_tail = text[colon + 1:], original[colon + 1:]
+    tokens = _tokens(tail)
+    head = _tokens(text[:colon])
+    if len(tokens) < 5 or head == list(ctx.query_tokens[: len(head)]):
+        return None  # too short, or the query's own head ("Solve for x:")
+    label = _restatement(tokens, _content(tokens), ctx, tail.strip(), original_tail.strip())
+    if label is None:
+        return None
+    return Label(label.label, label.reason + "_after_preamble", label.classifier, label.confidence, label.details)
 
 
 def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | None:
@@ -368,7 +588,7 @@ def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | No
     tail = " ".join(tokens[-3:])
     if not (_ACK.search(head) or _ACK.search(tail)):
         return None
-    if _OBJECTION.search(text) and not re.search(r"\bno,? thanks?\b", text, re.I):
+    if _objects(text) and _CONTRAST.search(text) and not re.search(r"\bno,? thanks?\b", text):
         return None
     rest = _ACK_FILLER.sub(" ", _ACK.sub(" ", text))
     leftover = _content(_tokens(rest))
@@ -379,26 +599,56 @@ def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | No
     return None
 
 
-def _grounding(text: str, content: frozenset[str], ctx: _Context, objects: bool) -> tuple[float, float, int]:
+_SENTENCE_END = re.compile(r"[.?!]\s+")
+
+
+def _refers_back(text: str, tokens: Sequence[str]) -> bool:
+    """True when the turn uses words that only make sense with the conversation.
+
+    A pronoun counts in the turn's first sentence, or after a short opener ("Thanks! Is it ..."); a
+    possessive or subject pronoun only before the turn names anything itself: "A car drives ... What
+    is its speed?" and "How do bakeries price their cupcakes?" point at their own subject.
+    """
+    if not _CONTEXT_WORDS.isdisjoint(tokens) or _ELLIPTICAL_START.match(text) or _CONTEXT_DEPENDENT.search(text):
+        return True
+    if "that" in text and _DEICTIC_THAT.search(text):
+        return True
+    split = _SENTENCE_END.search(text)
+    first = text[: split.start()] if split else text
+    pronoun = _PRONOUN.search(first)
+    if not pronoun and split and len(first.split()) < 5:
+        pronoun = _PRONOUN.search(text)
+    if not pronoun:
+        return False
+    # "Can you parallelize it?": an object pronoun points back; "How do bakeries price their cupcakes?":
+    # a possessive or subject pronoun after a noun of the turn's own points at that noun
+    return pronoun.group(0) in ("it", "them") or not _content(_tokens(_LEAD_IN.sub("", text[: pronoun.start()])))
+
+
+def _grounding(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
+               objects: bool) -> tuple[float, float, int]:
     """(grounding in the response, context-dependence, count of content words new to the conversation).
 
-    Grounding counts shared words: a word or multi-digit number that the response introduced
-    weighs 1, a single digit 0.5, a query word the response repeats 0.4, a query-only word 0.3.
+    Grounding counts shared words: a word or multi-digit number that the response introduced, or a
+    number of its final answer, weighs 1; another single digit 0.5, a single letter (a variable) 0.3;
+    a query word the response repeats 0.4, a query-only word 0.3.
     """
     score = 0.0
     new = 0
     for word in content:
         if word in ctx.response_content:
             if word[0].isdigit():
-                score += 1.0 if len(word) > 1 else 0.5
+                score += 1.0 if len(word) > 1 or word in ctx.answer_numbers else 0.5
+            elif word in ctx.query_content:
+                score += 0.4
             else:
-                score += 1.0 if word not in ctx.query_content else 0.4
+                score += 1.0
         elif word in ctx.query_content:
             score += 0.3
         else:
             new += 1
     dependence = 0.0
-    if _CONTEXT_DEPENDENT.search(text) or _ELLIPTICAL_START.match(text):
+    if _refers_back(text, tokens):
         dependence += 1.0
     elif _CONTEXT_HINT.search(text):
         dependence += 0.5
@@ -409,18 +659,89 @@ def _grounding(text: str, content: frozenset[str], ctx: _Context, objects: bool)
     return score, dependence, new
 
 
+def _response_only(content: frozenset[str], ctx: _Context) -> frozenset[str]:
+    """The turn's words that the response introduced (not in the query), single letters aside."""
+    return frozenset(w for w in content & ctx.response_content if w not in ctx.query_content and len(w) > 1)
+
+
+# "Let's look at another classic problem: ...", "Now try this one:", "Next question:": a new exercise follows
+_NEW_EXERCISE = re.compile(
+    r"(?:\b(?:another|next|new|different)(?: \w+)? (?:one|problem|question|exercise|example|puzzle|task|challenge)"
+    r"|\btry (?:this|these|that)(?: one)?|\bhere'?s (?:one|a \w+))\s*[:!]")
+_INDEFINITE_OBJECT = re.compile(r"^(?:\w+ ){0,2}(?:a|an|some)\b")
+_SUPERLATIVE_OR_INDEFINITE = re.compile(r"\b(?:a|an)\s+\w|\bthe (?:best|worst|most|least|\w+est)\b")
+_REQUEST_OPENER = re.compile(r"^\s*(?:(?:can|could|would|will) you |please )?")
+
+
+def _next_word(tokens: Sequence[str], word: str) -> str:
+    for i, token in enumerate(tokens[:-1]):
+        if token == word:
+            return tokens[i + 1]
+    return ""
+
+
+def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], dependence: float) -> str:
+    """Why a question or request stands on its own, or "" when it does not.
+
+    A turn that states its own problem is a new query even when it shares topic words with the
+    response: a new exercise announced as such, two or more numbers of its own, a request whose object
+    is introduced with "a"/"an" ("Write a pitch for a meal kit service"), or a long question with an
+    indefinite or superlative subject of its own ("What is the best way to write a professional
+    email?"); words that point at the conversation ("that", "it", "instead") rule out the last three.
+    """
+    if len(tokens) >= 8 and (":" in text or "!" in text) and _NEW_EXERCISE.search(text):
+        return "new_exercise"
+    if dependence >= 1.0:
+        return ""
+    if len(fresh) >= 2:
+        return "problem_with_its_own_numbers"
+    if dependence > 0:
+        return ""  # "more", "other", "why", "example": leans on the conversation
+    rest = _REQUEST_OPENER.sub("", _LEAD_IN.sub("", text), count=1)
+    words = _tokens(rest)
+    if words and words[0] in _REQUEST_VERBS and _INDEFINITE_OBJECT.match(" ".join(words[1:])):
+        return "request_with_its_own_object"
+    if len(tokens) >= 9 and words and words[0] in _QUESTION_START and _SUPERLATIVE_OR_INDEFINITE.search(rest):
+        return "question_with_its_own_subject"
+    return ""
+
+
 def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
                    objects: bool) -> Label:
-    score, dependence, new = _grounding(text, content, ctx, objects)
+    score, dependence, new = _grounding(text, tokens, content, ctx, objects)
     evidence = score + dependence
-    # "What is the capital of New Zealand?" after "... capital of Australia?": the query's template
-    # with new values is a new, self-contained question.
-    if ctx.query_shape and not _ELLIPTICAL_START.match(text) and not objects and dependence < 1.0:
-        shape = _shape(tokens)
-        overlap = len(shape & ctx.query_shape) / max(1, len(shape | ctx.query_shape))
-        if overlap >= 0.5 and new >= 1 and score < 2.0:
-            return _label("new_query", "query_template_with_new_values", 0.6, template_overlap=round(overlap, 3))
+    from_response = _response_only(content, ctx)
+    fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
+    if not objects:
+        own = _self_contained(text, tokens, fresh, dependence)
+        # what only the response said (its numbers, two of its words) or a part of it still ties the turn to it
+        # a long question is weaker evidence than a request or a problem of its own: a name that only the
+        # response used ("... on Oahu ...") is enough to tie it to the answer
+        names = own == "question_with_its_own_subject" and not from_response.isdisjoint(ctx.response_names)
+        if own and not (len(from_response) >= 2 or names or any(w[0].isdigit() for w in from_response)
+                        or _PART_REFERENCE.search(text)):
+            return _label("new_query", f"self_contained_{own}", 0.65, new_numbers=len(fresh),
+                          response_words=len(from_response))
+        if (dependence < 1.0 and len(fresh) == new == 1 and len(tokens) <= 10
+                and len(content & ctx.query_content) < 0.5 * len(ctx.query_content)
+                and _stem(_next_word(tokens, fresh[0])) in ctx.query_content):
+            # "How many liters would 7 cows make?": a short question that puts a new value on one of the
+            # problem's things, too partial to stand alone (it needs the rate the query gave); "How many
+            # divisors does 48 have?" asks about the number itself and stands alone
+            return _label("follow_up", "partial_question_on_the_problem", 0.6, new_numbers=len(fresh))
+    if not objects and dependence < 1.0 and not from_response:
+        # "What is the capital of New Zealand?" after "... capital of Australia?": the query's template
+        # with new values is a new, self-contained question ...
+        if ctx.query_shape and not _ELLIPTICAL_START.match(text):
+            shape = _shape(tokens)
+            overlap = len(shape & ctx.query_shape) / max(1, len(shape | ctx.query_shape))
+            if overlap >= 0.5 and new >= 1 and score < 2.0:
+                return _label("new_query", "query_template_with_new_values", 0.6,
+                              template_overlap=round(overlap, 3))
     details = {"grounding": round(score, 2), "context_dependence": dependence, "new_words": new}
+    if not content and dependence > 0:
+        # "Can you explain more?", "Why?", "What do you mean?": no topic of its own, so it is about the answer
+        return _label("follow_up", "question_without_own_topic", 0.7, **details)
     if evidence >= 1.0 and evidence >= 0.25 * new:
         confidence = 0.85 if (score >= 1.0 and dependence >= 1.0) or score >= 2.0 else 0.7
         rule = "objection_grounded_in_response" if objects else "question_grounded_in_response"
@@ -429,17 +750,29 @@ def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ct
     return _label("new_query", "question_not_grounded", confidence, **details)
 
 
-def _statement(text: str, content: frozenset[str], ctx: _Context) -> Label:
+def _statement(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context) -> Label:
     """A turn that neither asks, objects nor thanks: it continues the answer, or opens a new topic."""
     if not content:
         return _label("new_query", "statement_without_content", 0.4)
     in_response = len(content & ctx.response_content) / len(content)
+    if ctx.response_asks and _response_only(content, ctx):
+        # "python please. something that renames files" after "... What would you like me to write?"
+        return _label("follow_up", "answers_the_response_question", 0.6)
     if ctx.response_has_list and _LIST_ITEM.match(text):
         return _label("assistant_drift", "continues_the_list", 0.75)
-    if text.count("\n") >= 2 and not _OBJECTION.search(text):
+    if text.count("\n") >= 2 and not _objects(text):
         return _label("assistant_drift", "multi_line_content", 0.6)
     if in_response >= 0.4 or re.match(r"^\s*(?:another|also|additionally|alternatively|furthermore)\b", text, re.I):
         return _label("assistant_drift", "statement_repeats_response", 0.6, in_response=round(in_response, 3))
+    first = next((t for t in tokens if t not in _STOPWORDS), "")
+    if len(tokens) >= 8 and _stem(first) in ctx.query_content and "=" not in text and not _FIRST_PERSON.search(text):
+        # "Basil is a warm-weather herb ..., so keep it away from drafts": an impersonal statement about the
+        # query's subject explains it, in the assistant's voice
+        return _label("assistant_drift", "explains_the_query_subject", 0.55, in_response=round(in_response, 3))
+    if _PART_REFERENCE.search(text):
+        # "I've read the first one already", "With the spirit of the first film, craft a pitch": a remark
+        # or an instruction about a part of the answer
+        return _label("follow_up", "statement_refers_to_response", 0.6, in_response=round(in_response, 3))
     return _label("new_query", "ungrounded_statement", 0.45, in_response=round(in_response, 3))
 
 
@@ -457,15 +790,17 @@ def classify_turn(item: ClassifyInput) -> Label:
     """
     raw = item.user_turn or ""
     cut = ""
-    header = _ASSISTANT_HEADER.search(raw)
+    # every role marker and special token has "<" or "[": plain text skips those patterns
+    markup = "<" in raw or "[" in raw
+    header = _ASSISTANT_HEADER.search(raw) if markup else None
     if header:
         before = _strip_special(_USER_HEADER.sub(" ", raw[: header.start()]), item.special_tokens)
         if not _WORDISH.search(before):
             return _label("assistant_drift", "assistant_role_marker", 0.95)
         raw, cut = raw[: header.start()], "+cut_at_assistant_marker"
-    had_special = bool(_SPECIAL_TOKEN.search(raw)) or any(t and t in raw for t in item.special_tokens)
-    text = _strip_special(_USER_HEADER.sub(" ", raw), item.special_tokens)
-    thinking = _THINK_CLOSED.search(text)
+    had_special = (markup and bool(_SPECIAL_TOKEN.search(raw))) or any(t and t in raw for t in item.special_tokens)
+    text = _strip_special(_USER_HEADER.sub(" ", raw), item.special_tokens) if markup or item.special_tokens else raw
+    thinking = _THINK_CLOSED.search(text) if markup else None
     if thinking:
         visible = _THINK_CLOSED.sub(" ", text)
         if _WORDISH.search(visible):
@@ -498,17 +833,19 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     if drift:
         return drift
     content = _content(tokens)
-    restated = _restatement(tokens, content, ctx, text, original)
+    restated = _restatement(tokens, content, ctx, text, original) or _after_preamble(ctx, text, original)
     if restated:
         return restated
     asks = _is_question_or_request(text, tokens)
     ack = _acknowledgement(text, tokens, asks)
     if ack:
         return ack
-    objects = bool(_OBJECTION.search(text))
+    if not has_question and _CONTINUATION.match(text):
+        return _label("assistant_drift", "continues_the_answer", 0.6)
+    objects = _objects(text)
     if asks or objects:
         return _ask_or_object(text, tokens, content, ctx, objects)
-    return _statement(text, content, ctx)
+    return _statement(text, tokens, content, ctx)
 
 
 class RulesClassifier:

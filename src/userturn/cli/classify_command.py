@@ -123,7 +123,8 @@ def classify_command(
 
 @app.command("validate-classifier")
 def validate_classifier_command(
-    gold: Path = typer.Option(..., "--gold", help="Gold JSONL: query, response, user_turn, label (split optional)."),
+    gold: list[Path] = typer.Option(..., "--gold", help="Gold JSONL: query, response, user_turn, label (split "
+                                    "optional). Repeat to join files, e.g. the tuning set and a held-out file."),
     split: str = typer.Option("all", "--split", help="dev, heldout or all (lines without a split count as dev)."),
     classifier: str = typer.Option("rules", "--classifier", help="rules (default) or judge."),
     judge: str | None = typer.Option(None, "--judge", help=_JUDGE_HELP + " Validates the judge (or the ensemble)."),
@@ -139,18 +140,22 @@ def validate_classifier_command(
     """Print accuracy, macro-F1, Cohen's kappa, per-label precision/recall and the confusion matrix."""
     if split not in _SPLITS:
         raise ConfigError(f"--split must be one of {', '.join(_SPLITS)}, got '{split}'")
-    rows = read_turns(gold, gold=True)
+    rows = []
+    for path in gold:
+        for row in read_turns(path, gold=True):
+            row["_file"] = str(path)
+            rows.append(row)
     if split != "all":
         rows = [r for r in rows if r.get("split", "dev") == split]
     if limit is not None:
         rows = rows[:limit]
     if not rows:
-        raise DataError(f"no gold lines in split '{split}'", path=str(gold))
+        raise DataError(f"no gold lines in split '{split}'", path=", ".join(str(p) for p in gold))
     chosen = build_classifier(classifier, judge, judges, judge_only_uncertain, store=store)
     labels = chosen.classify(_inputs(rows))
     report = agreement_report([r["label"] for r in rows], [label.label for label in labels])
     name = getattr(chosen, "name", classifier)
-    typer.echo(format_report(report, title=f"{name} on {gold} (split: {split})"))
+    typer.echo(format_report(report, title=f"{name} on {', '.join(str(p) for p in gold)} (split: {split})"))
     if disagreements is not None:
         disagreements.parent.mkdir(parents=True, exist_ok=True)
         wrong = 0
@@ -159,8 +164,8 @@ def validate_classifier_command(
                 if label.label == row["label"]:
                     continue
                 wrong += 1
-                line = {k: v for k, v in row.items() if k != "_line"}
-                line.update({"line": row["_line"], "gold_label": row["label"], "predicted": label.label,
+                line = {k: v for k, v in row.items() if k not in ("_line", "_file")}
+                line.update({"file": row["_file"], "line": row["_line"], "gold_label": row["label"], "predicted": label.label,
                              "reason": label.reason, "confidence": round(label.confidence, 4),
                              "label_details": label.details})
                 line.pop("label", None)
