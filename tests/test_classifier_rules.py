@@ -261,10 +261,12 @@ def test_held_out_meets_the_macro_f1_target(record_property):
     record_property("heldout_macro_f1", round(report.macro_f1, 3))
     record_property("heldout_follow_up_f1", round(report.per_label["follow_up"].f1, 3))
     assert report.macro_f1 >= 0.85
+    # Not the target (below): a floor under today's 0.816, so that a rule change that loses ground shows.
+    assert report.per_label["follow_up"].f1 >= 0.8
 
 
 @pytest.mark.skipif(not HELDOUT.exists(), reason="the fresh blind held-out set has not landed yet")
 @pytest.mark.xfail(strict=False, reason="follow_up F1 >= 0.9 on unseen text is the issue's target; the blind "
-                   "held-out sets so far gave 0.845 (v1) and 0.778 (v2), so it may not be met")
+                   "held-out sets gave 0.845 (v1), 0.778 (v2) and 0.816 (v3, the current file): not met")
 def test_held_out_meets_the_follow_up_target():
     assert _held_out_report().per_label["follow_up"].f1 >= 0.9
