@@ -9,13 +9,16 @@ The rules run in a fixed order; the first that fires decides:
 
 1. leaked role markers: text after an assistant header is cut off (a header first = drift);
 2. ``empty``: nothing left, special tokens only, punctuation only, repetition loops, gibberish;
-3. ``meta``: thinking traces, third-person talk about "the user"/"the assistant", grades;
-4. ``assistant_drift``: speaker labels, offers of help, assistant openers, solution steps, a question
-   or exercise followed by its own answer;
+3. ``meta``: thinking traces, third-person talk about "the user"/"the assistant", grades (also a
+   letter grade anywhere);
+4. ``assistant_drift``: speaker labels, a self-correction ("I made a mistake ... the correct answer
+   is"), a formal "you" in a statement (Sie, vous, usted, ...), offers of help and closings addressed to
+   the user, assistant openers, solution steps, a question or exercise followed by its own answer;
 5. ``restatement``: the turn's words are the query's words, or are contained in one sentence of the
    query, also after a short preamble ("can u help me with this one: ..."), without the response's
    new facts (its numbers and names), without words that point at the conversation, and without a
-   new value in place of a topic word (that is a sibling question);
+   new value in place of a topic word (that is a sibling question); the whole query followed by a short
+   instruction is a restatement too;
 6. ``acknowledgement``: thanks/praise/closing with no question and no contradiction ("Awesome,
    that's exactly what I got" agrees);
 7. statements opening with a continuation ("Furthermore, ...") continue the answer;
@@ -28,10 +31,13 @@ The rules run in a fixed order; the first that fires decides:
    conversation: "that", "what if", "instead", "step 2", "too", "do one where ..."), when it puts a
    new value on one of the problem's things ("How many liters would 7 cows make?"), or when it has
    no topic of its own ("Can you explain more?"); ``new_query`` otherwise, or when it is the
-   query's template with new values;
+   query's template with new values, or the query's own request with a new quoted object, name or
+   numbers in one of its slots. A turn the grounding rules call ``new_query`` is still a ``follow_up``
+   when it names the response as its object ("your solution", "make it ...", "pick a different
+   word", a quoted word of the answer) or objects with another value ("the answer key says 1 - 12i");
 9. plain statements: ``follow_up`` when they answer the response's closing question with its words,
    ``assistant_drift`` when they repeat the response's content or explain the query's subject
-   impersonally, ``follow_up`` when they name a part of the answer ("I've read the first one"),
+   impersonally, ``follow_up`` when they name the answer or a part of it ("I've read the first one"),
    else ``new_query``.
 
 Everything here is a pure function of :class:`~userturn.classifiers.ClassifyInput`.
@@ -43,6 +49,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse
 
 from userturn.classifiers import ClassifyInput, register_classifier
 from userturn.errors import ConfigError
@@ -69,6 +76,7 @@ _USER_HEADER = re.compile(
     re.IGNORECASE,
 )
 _USER_SPEAKER = re.compile(r"^\s*(?:user|human|me|question from user)\s*[:\n]\s*", re.IGNORECASE)
+_SPEAKER_INITIALS = frozenset("uUhHmMqQ")
 _ASSISTANT_SPEAKER = re.compile(r"^\s*(?:assistant|ai|bot|model|chatbot|gpt|smollm\w*)\s*[:\n]")
 _THINK_CLOSED = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<think(?:ing)?>|</think(?:ing)?>", re.IGNORECASE)
@@ -113,7 +121,7 @@ _CONTEXT_DEPENDENT = re.compile(
     r"you divide|you group|you know|your (?:answer|response|reply|solution|explanation|example|list|code|story|"
     r"email|poem|haiku|program|query|previous|first|second|last|summary|tips?|steps?|method|calculation|letter|"
     r"version|result|draft|suggestions?|recommendations?)|"
-    r"the above|one sentence|which one|the two|the first one|double-check|"
+    r"the above|above(?=\s*[.,;:!?]|\s*$)|one sentence|which one|the two|the first one|double-check|"
     r"(?:the|that|this) (?:first|second|third|fourth|fifth|last|next|other|final|middle|\d+(?:st|nd|rd|th)) "
     r"(?:one|step|part|tip|example|line|paragraph|film|sentence|stanza|verse|item|point|option|book|answer|"
     r"method|equation|bit|word|pair|term|factor|number)s?|"
@@ -129,8 +137,12 @@ _CONTEXT_DEPENDENT = re.compile(
     r"keep going|go on|elaborate|do the same)\b")
 # single words with the same meaning, looked up in the turn's token set (faster than a regex)
 _CONTEXT_WORDS = frozenset(
-    "this those these above previous earlier again instead another same less shorter longer simpler verify "
+    "this those these previous earlier again instead another less shorter longer simpler verify "
     "too both either".split())
+# "same" points back ("Does the same trick work for 100?") unless the turn first introduced its own thing
+# ("How does a geostationary satellite stay above the same point on Earth?")
+_RESTATEMENT_BLOCKERS = _CONTEXT_WORDS | {"same"}
+_OWN_THING_BEFORE_SAME = re.compile(r"\b(?:a|an)\s+\w.*\bsame\b")
 # "that" pointing at the conversation: at a sentence start, after a verb or preposition, or before
 # a noun of the answer / at the end ("why is that?"); not the relative "a list that does ...".
 _DEICTIC_THAT = re.compile(
@@ -139,6 +151,8 @@ _DEICTIC_THAT = re.compile(
     r"and|but)\s+)that\b(?!\s+(?:is|was|are|were|has|have|does|do|can|will|would)\b(?!\s*[?.!]))|"
     r"\bthat(?:'s|\s+(?:one|step|part|line|number|answer|result|example|list|formula|equation|word|sentence|"
     r"method|bit|way|poem|story|email|letter|recipe|explanation|version|trick|rule)\b|\s*[?.!,]|\s*$)")
+# "Who said that originally?": "that" as the object of a question about where the answer's words come from
+_WH_SAID_THAT = re.compile(r"\b(?:who|where|when|why) (?:\w+ ){0,2}(?:said|say|says|wrote|write|coined|invented|came up with) that\b")
 # Stronger than _CONTEXT_DEPENDENT: names a part of the answer, enough to make a plain statement a follow-up.
 _PART_REFERENCE = re.compile(
     r"\b(?:(?:the|that|this|your) (?:first|second|third|fourth|fifth|last|final|middle|\d+(?:st|nd|rd|th)) "
@@ -146,6 +160,52 @@ _PART_REFERENCE = re.compile(
     r"method|equation|bit|word|pair|term|factor)s?|(?:step|tip|line|paragraph|example|option|item|stanza) "
     r"?#?\d+|instead|you (?:said|wrote|mentioned|used|forgot|missed|skipped)|your (?:answer|response|reply|"
     r"solution|explanation|example|list|code|story|poem|steps?|method|calculation|letter|version|result))\b")
+# The response as an object: "your solution", "you said", "make it shorter", "pick a different word". Stronger
+# than _CONTEXT_DEPENDENT: a request or question that names the answer this way is about it however many
+# words of its own it adds ("Can you make it rhyme less obviously, and mention that we met in Lisbon?").
+_ARTIFACT = (
+    r"answer|response|reply|solution|explanation|example|list|code|story|email|poem|haiku|program|summary|"
+    r"tip|step|method|calculation|letter|version|result|draft|suggestion|recommendation|idea|advice|approach|"
+    r"reasoning|logic|proof|essay|itinerary|plan|translation|sentence|wording|table|recipe|outline|argument|"
+    r"claim|definition|words?|text|output|edit|change|rewrite|song|lyric|script|function|formula|math|"
+    r"numbers?|work|point|title|line|paragraph|verse|stanza|description|comparison|options?|choices?|picks?")
+_RESPONSE_OBJECT = re.compile(
+    r"\byour (?:new |last |first |second |previous |original |earlier |own |final |current )?(?:" + _ARTIFACT
+    + r")s?\b|"
+    r"\byou (?:said|wrote|mentioned|used|chose|picked|gave|listed|suggested|recommended|forgot|missed|skipped|"
+    r"called|described|put|included|left out|added|changed|made)\b|"
+    # a revision verb with the answer as its object
+    r"\b(?:make|change|rewrite|shorten|lengthen|translate|rephrase|reword|simplify|expand|edit|revise|redo|"
+    r"convert|adapt|tweak|modify|adjust|polish|extend|finish|trim|format|summari[sz]e|proofread|reformat) "
+    r"(?:it|this|that|them|these|those)\b|"
+    # a revision request: another word/title/example in place of one of the answer's
+    r"\b(?:pick|choose|use|try|find|give me|suggest|think of) (?:a |an |some )?(?:different|other|another|"
+    r"new|better|simpler|shorter|longer|less \w+|more \w+) (?:word|phrase|title|name|ending|line|example|"
+    r"version|term|opening|rhyme|verb|adjective|metaphor)s?\b")
+# a quoted word or phrase: "gentleman" feels old-fashioned (the answer's word, when the response has it)
+_QUOTED = re.compile(r"[\"“”]([^\"“”\n]{2,80})[\"“”]|(?:^|(?<=[\s(]))'([^'\n]{2,60})'(?=[\s.,;:!?)]|$)")
+
+
+_POINTER = re.compile(f"{_RESPONSE_OBJECT.pattern}|{_PART_REFERENCE.pattern}")
+
+
+def _quotes(text: str) -> list[str]:
+    if '"' not in text and "'" not in text and "“" not in text:
+        return []
+    return [(a or b).strip().lower() for a, b in _QUOTED.findall(text)]
+
+
+def _points_at_response(text: str, ctx: _Context) -> str:
+    """Why the turn names the response itself as its object ("" when it does not)."""
+    for match in _POINTER.finditer(text):
+        if match.group(0) not in ctx.query_lower:  # "in your response" copied from the query is its frame
+            return "names_the_response"
+    for quote in _quotes(text):
+        if quote in ctx.response_lower and quote not in ctx.query_lower:
+            return "quotes_the_response"
+    return ""
+
+
 _PRONOUN = re.compile(r"\b(?:it|its|them|they|their|those)\b")
 # Weaker hints of context: "why ...?", "also", "more", "an example" lean on the conversation but also
 # open plenty of self-contained questions.
@@ -153,12 +213,17 @@ _CONTEXT_HINT = re.compile(
     r"\b(?:why|also|still|really|else|other|more|example|explain|so)\b")
 _YES_NO_START = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please|no|nope|not really)\b")
 _ELLIPTICAL_START = re.compile(r"^\s*(?:and|so|but|what about|what if|how about|then|or|also|ok so|okay so)\b")
+# an appeal to another authority: "the answer key says 1 - 12i", "my teacher said it's 8"
+_AUTHORITY = (r"(?:the|my|our) (?:answer key|key|book|textbook|teacher|professor|tutor|worksheet|calculator|"
+              r"solutions?) (?:says|said|gives|gave|shows|showed|has|had|lists)|wolfram(?: alpha)? (?:says|gives|gave)")
+_AUTHORITY_CLAIM = re.compile(r"\b(?:" + _AUTHORITY + r")\b")
 _OBJECTION = re.compile(
     r"\b(?:wrong|incorrect|mistake|not right|not correct|doesn't work|does not work|didn't work|crash(?:es|ed)?|"
     r"error|shouldn't|should be|isn't it|aren't you|are you sure|i (?:got|thought|think|believe|don't get|"
     r"don't understand|do not understand|don't see|'m confused|am confused|'m not (?:sure|convinced)|am not sure|"
     r"'ve (?:read|seen|tried)|work|tried)|you forgot|you missed|you made|though|actually|but|however|"
-    r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?)\b")
+    r"not \d+|confus(?:ed|ing)|doesn't make sense|makes no sense|hmm|wait|really\?|"
+    r"(?:" + _AUTHORITY + r"))\b")
 # a turn that opens with "no," contradicts the answer (not "no thanks", "no problem")
 _NO_START = re.compile(r"\s*(?:no|nope)\b(?![\s,!.]*(?:thanks?|thank you|problem|worries|need)\b)")
 
@@ -187,12 +252,18 @@ _META_THIRD_PERSON = re.compile(
     r"\bthe (?:response|reply|summary|output) (?:is|was|follows|satisfies|fulfils|fulfills|"
     r"meets|gives|provides|contains|correctly|accurately|seems|looks|stays|uses|violates)\b|"
     r"\bthe (?:answer|solution) (?:is|was|looks|seems) (?:correct|incorrect|wrong|right|accurate|fine|good)\b|"
+    # a review of the solution's method: "The solution uses the digit-sum rule correctly"
+    r"\bthe (?:solution|response|reasoning|proof|derivation) (?:uses|applies|follows|handles|identifies|computes)"
+    r" (?:[^.?!]{0,60}?) (?:correctly|accurately|properly|appropriately)\b|"
     r"\b(?:this|the) (?:conversation|exchange|dialogue|interaction)\b|\bnow i need to write\b|"
     r"\bi (?:should|need to|will) (?:respond|reply|answer|write a user)\b")
 _META_GRADE = re.compile(
     r"\[\[\s*\d+(?:\.\d+)?\s*\]\]|\b(?:score|rating|grade|verdict|overall)\s*[:=]\s*\[*\d|"
+
     r"\b\d{1,2}(?:\.\d)?\s*/\s*10\b|\b(?:pass|fail)\.?\s*$")
 
+# a letter grade anywhere: "... The reasoning is concise and complete. Grade: A"
+_LETTER_GRADE = re.compile(r"\bgrade\s*[:=]\s*[a-f][+-]?(?![\w'])")
 _DRIFT_OFFER = re.compile(
     r"\bi hope (?:this|that|it|these) (?:helps|clarifies|answers|was helpful)|\blet me know if\b|"
     r"\bfeel free to\b|\banything else (?:i can|you'd like|you would like|you need)\b|"
@@ -200,6 +271,7 @@ _DRIFT_OFFER = re.compile(
     r"\byou'?re (?:very )?welcome\b|\b(?:great|good|excellent) question\b|\bas an ai\b|"
     r"\bi'?m sorry,? but i (?:can(?:not|'t)?|am unable)\b|\bi(?:'m| am) (?:an ai\b|a (?:\w+ )?language model)|\bi apologi[sz]e\b|\bwould you like me to\b|"
     r"\b(?:do|if) you have any (?:other|more|further|additional)? ?questions\b|"
+
     r"\bhere(?: is|'s| are) (?:a|an|the|some|my|your|three|two|five|more|another|a revised|an updated|"
     r"an improved|an example|the revised|the updated)\b|\bi can help (?:you )?with\b")
 _THANKS = re.compile(r"\bthanks?\b|\bthank you\b|\bappreciate")
@@ -271,7 +343,7 @@ _REQUEST_STEMS = frozenset(_stem(v) for v in _REQUEST_VERBS)
 
 def _content(tokens: Sequence[str]) -> frozenset[str]:
     """Stemmed content words: no stopwords, no request verbs ("explain", "summarize"); "three" is "3"."""
-    stems = set(map(_stem, [t for t in tokens if t not in _STOPWORDS]))
+    stems = set(map(_stem, filterfalse(_STOPWORDS.__contains__, tokens)))
     stems -= _REQUEST_STEMS
     return frozenset(stems)
 
@@ -294,6 +366,8 @@ class _Context:
     answer_numbers: frozenset[str]
     response_names: frozenset[str]
     query: str
+    query_lower: str
+    response_lower: str
 
 
 # sentence ends, colons and quotes: "... the following question: \"What is your opinion on X?\""
@@ -336,6 +410,8 @@ def _context(query: str, response: str) -> _Context:
         answer_numbers=_answer_numbers(response),
         response_names=frozenset(_stem(n.lower()) for n in _PROPER_NOUN.findall(response)),
         query=query,
+        query_lower=query.lower(),
+        response_lower=response.lower(),
     )
 
 
@@ -356,22 +432,31 @@ def _strip_special(text: str, special_tokens: Sequence[str]) -> str:
     return _SPECIAL_TOKEN.sub(" ", text)
 
 
+_SPACES = frozenset(" \t\n\r\x0b\x0c\xa0\u2002\u2003\u2009\u200a\u202f\u3000")
+
+
 def _degenerate(text: str, tokens: Sequence[str]) -> Label | None:
     """``empty`` for text with no words, repetition loops, very low character diversity, or gibberish."""
     if not _WORDISH.search(text):
         return _label("empty", "no_words", 0.95)
-    compact = "".join(text.split())
-    if len(compact) >= 20 and len(set(compact)) / len(compact) < 0.12:
-        return _label("empty", "low_character_diversity", 0.9)
+    # set(text) minus its whitespace is the compact text's character set: when it is diverse enough, the
+    # split and join are not needed
+    if len(text) >= 20 and len(chars := set(text)) - len(chars & _SPACES) < 0.12 * len(text):
+        compact = "".join(text.split())
+        if len(compact) >= 20 and len(set(compact)) / len(compact) < 0.12:
+            return _label("empty", "low_character_diversity", 0.9)
     if len(tokens) >= 5:
         distinct = len(set(tokens)) / len(tokens)
         if distinct < 0.34:
             return _label("empty", "repetition_loop", 0.9, distinct_token_ratio=round(distinct, 3))
     if len(tokens) >= 5:
         lowered = text.lower()
-        alpha = len(_ASCII_WORD.findall(lowered))
-        if alpha >= 5 and len(_NO_VOWEL_WORD.findall(lowered)) / alpha >= 0.3:
-            return _label("empty", "gibberish", 0.6)
+        # gibberish needs at least two words without vowels: count those first, the cheaper test
+        no_vowel = len(_NO_VOWEL_WORD.findall(lowered))
+        if no_vowel >= 2:
+            alpha = len(_ASCII_WORD.findall(lowered))
+            if alpha >= 5 and no_vowel / alpha >= 0.3:
+                return _label("empty", "gibberish", 0.6)
     return None
 
 
@@ -380,24 +465,65 @@ def _may_grade(text: str) -> bool:
     return "[[" in text or ":" in text or "=" in text or "/" in text or text.rstrip(". \n").endswith(("pass", "fail"))
 
 
-# every alternative of _DRIFT_ANSWER_MARK contains one of these: checked first, much faster
-_ANSWER_KEYS = ("boxed", "####", "answer", "step", "we ", "```")
+def _may_mark_answer(text: str) -> bool:
+    """Cheap pre-check for _DRIFT_ANSWER_MARK: each of its alternatives contains one of these."""
+    return "answer" in text or "we " in text or "step" in text or "boxed" in text or "####" in text or "```" in text
 
 
 def _meta(text: str, has_question: bool) -> Label | None:
-    if _THINK_OPEN.search(text):
+    if "<" in text and _THINK_OPEN.search(text):
         return _label("meta", "thinking_tag", 0.95)
     if _META_THIRD_PERSON.search(text):
         return _label("meta", "third_person_about_conversation", 0.85)
-    if not has_question and _may_grade(text) and _META_GRADE.search(text):
+    if not has_question and _may_grade(text) and (
+            _META_GRADE.search(text) or ("grade" in text and _LETTER_GRADE.search(text))):
         return _label("meta", "grades_the_exchange", 0.8)
     return None
 
 
-def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) -> Label | None:
+# an offer to go on ("Would you like to know more about his trial?") and wishes addressed to the user
+# ("Happy Valentine's Day to you both!", "I hope she loves it!", "Enjoy your trip!"): kept apart from
+# _DRIFT_OFFER, whose speed depends on every alternative starting with a word boundary (a "^" alternative
+# makes the whole pattern four times slower)
+_DRIFT_CLOSING = re.compile(
+    r"\bwould you like (?:to (?:know|learn|hear|see|explore|read) more|more (?:details|information|examples))\b|"
+    r"\b(?:do you want|shall) (?:me to|i) (?:explain|show|go|continue|write|elaborate|provide)\b|"
+    r"\b(?:happy|merry) [\w' ]{1,30}? to you\b|\bto you (?:both|two|all)\b|\bgood luck with your\b|"
+    r"\bi hope (?:she|he|they|your \w+) (?:loves?|likes?|enjoys?)\b")
+# an assistant correcting its own answer: "Wait, I made a mistake. ... The correct answer is 79 petals."
+_SELF_CORRECTION = re.compile(
+    r"\b(?:i made (?:a|an) (?:\w+ )?(?:mistake|error)|my (?:mistake|bad|apologies)|i miscalculated|i misread|"
+    r"let me (?:correct|fix|redo|recalculate))\b.*\b(?:the )?(?:correct|right|actual|corrected|final) "
+    r"(?:answer|total|result|value|count)\b", re.DOTALL)
+# a formal "you" (Sie, Ihnen, vous, usted, Вы, 您) in a statement: the assistant addressing the user, in any
+# language ("Wenn Sie weitere Fragen haben, stehe ich Ihnen gerne zur Verfügung.")
+_FORMAL_YOU = re.compile(r"(?<=[\w,] )(?:Sie|Ihnen|Ihre[mnrs]?)\b|\b(?:vous|usted|ustedes)\b|(?<=[\w,] )В(?:ы|ам|ас)\b|您")
+
+
+def _may_close(text: str) -> bool:
+    """Cheap pre-check for _DRIFT_CLOSING and "enjoy your ..." (each needs one of these)."""
+    return ("hope" in text or "to you" in text or "like to" in text or "like more" in text or "you want" in text
+            or "shall" in text or "good luck" in text or text.startswith("enjoy"))
+
+
+def _may_address_formally(original: str, text: str) -> bool:
+    """Cheap pre-check for _FORMAL_YOU."""
+    return ("Sie" in original or "Ihn" in original or "Ihr" in original or "vous" in text or "usted" in text
+            or "В" in original or "您" in original)
+
+
+def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context, original: str) -> Label | None:
     if _ASSISTANT_SPEAKER.match(text):
         return _label("assistant_drift", "assistant_speaker_label", 0.9)
-    if _DRIFT_OFFER.search(text):
+    if not has_question and ("mis" in text or "error" in text or "my bad" in text or "apolog" in text
+                             or "let me" in text):
+        if _SELF_CORRECTION.search(text):
+            return _label("assistant_drift", "corrects_its_own_answer", 0.75)
+    if (not has_question and _may_address_formally(original, text) and _FORMAL_YOU.search(original)
+            and not _ACK.search(text)):
+        return _label("assistant_drift", "addresses_the_user_formally", 0.6)
+    if _DRIFT_OFFER.search(text) or (
+            _may_close(text) and (_DRIFT_CLOSING.search(text) or text.startswith("enjoy your"))):
         return _label("assistant_drift", "offers_help_or_assistant_phrase", 0.9)
     if _DRIFT_OPENER.match(text) and not _USER_REQUEST_AFTER_OPENER.search(text) and not _THANKS.search(text):
         return _label("assistant_drift", "assistant_opener", 0.8)
@@ -405,8 +531,8 @@ def _drift(text: str, tokens: Sequence[str], has_question: bool, ctx: _Context) 
         return _label("assistant_drift", "first_person_solution", 0.85)
     if _QA_PAIR.match(text):
         return _label("assistant_drift", "writes_question_and_answer", 0.75)
-    if (not has_question and any(k in text for k in _ANSWER_KEYS) and _DRIFT_ANSWER_MARK.search(text)
-            and not _REQUEST_ANYWHERE.search(text)):
+    if (not has_question and _may_mark_answer(text) and _DRIFT_ANSWER_MARK.search(text)
+            and not _REQUEST_ANYWHERE.search(text) and not _AUTHORITY_CLAIM.search(text)):
         return _label("assistant_drift", "answer_like_structure", 0.75)
     if has_question:
         # "Why 9? Because ..." asks and then answers itself.
@@ -442,19 +568,30 @@ _TAG_QUESTION = re.compile(
     r"am i right|no)\s*[.!]*\s*$")
 
 
+_DISCOURSE_MARKERS = frozenset(("so", "and", "but", "then", "well", "ok", "okay", "now"))
+_QUESTION_WORDS = frozenset(("what", "why", "how", "when", "where", "which", "who"))
+# a question in a later clause without its question mark: "nice that both came out to sqrt(54), is that a
+# coincidence or does it mean ..."
+_CLAUSE_QUESTION = re.compile(
+    r"[,;]\s*(?:or\s+|but\s+|so\s+)?(?:is|are|was|were|does|do|did|can|could|would|should|isn't|doesn't|don't|"
+    r"didn't)\s+(?:it|that|this|there|they|he|she|i|we|you)\b")
+
+
 def _is_question_or_request(text: str, tokens: Sequence[str]) -> bool:
     """A question mark, a question word first, or a request (imperative, "can you", "please")."""
     if "?" in text:
         return True
     rest = _LEAD_IN.sub("", text)
     for sentence in _SENTENCE_END.split(rest):  # "When d is 2. Show it with Fermat." asks in its 2nd sentence
-        words = _tokens(sentence)
+        words = _tokens(sentence[:60])  # only its first words matter
+        if len(words) > 2 and words[0] in _DISCOURSE_MARKERS and words[1] in _QUESTION_WORDS:
+            return True  # "So, what do I do now."
         if not words or (len(words) > 1 and words[1] in _ACK_WORDS) or (words[0] == "will" and len(words) > 1
                                                                         and words[1] in _REQUEST_VERBS):
             continue  # "list, thanks", "will try splitting it"
         if words[0] in _QUESTION_START or words[0] in _REQUEST_VERBS or words[0] == "please":
             return True
-    if _REQUEST_ANYWHERE.search(rest):
+    if _REQUEST_ANYWHERE.search(rest) or ("," in rest and _CLAUSE_QUESTION.search(rest)):
         return True
     return len(tokens) >= 3 and tokens[-1] in _TAG_ENDINGS and bool(_TAG_QUESTION.search(rest))
 
@@ -513,8 +650,15 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
     """
     if not tokens or not ctx.query_tokens:
         return None
-    if " ".join(tokens) == ctx.query_norm:
+    norm = " ".join(tokens)
+    if norm == ctx.query_norm:
         return _label("restatement", "verbatim_query", 0.98)
+    if len(ctx.query_tokens) >= 5 and len(tokens) - len(ctx.query_tokens) <= 8 and ctx.query_norm in norm:
+        # the query again with an instruction on how to answer ("... in degrees. Please show your steps.")
+        extra = norm.replace(ctx.query_norm, " ", 1).split()
+        if extra and _CONTEXT_WORDS.isdisjoint(extra) and not any(w[0].isdigit() for w in extra) and (
+                extra[0] not in _QUESTION_WORDS and extra[0] not in ("and", "but", "so", "or", "no")):
+            return _label("restatement", "query_repeated_with_instruction", 0.8, extra_words=len(extra))
     if not content or not ctx.query_content:
         return None
     shared = content & ctx.query_content
@@ -543,8 +687,8 @@ def _restatement(tokens: Sequence[str], content: frozenset[str], ctx: _Context, 
     query_text = ctx.query_norm
     if any(m not in query_text for m in _MODIFIER.findall(text)):
         return None
-    if not _CONTEXT_WORDS.isdisjoint(tokens) and any(
-            w in _CONTEXT_WORDS and w not in ctx.query_tokens for w in tokens):
+    if not _RESTATEMENT_BLOCKERS.isdisjoint(tokens) and any(
+            w in _RESTATEMENT_BLOCKERS and w not in ctx.query_tokens for w in tokens):
         return None
     if _NO_START.match(text):
         return None
@@ -580,15 +724,21 @@ def _after_preamble(ctx: _Context, text: str, original: str) -> Label | None:
     return Label(label.label, label.reason + "_after_preamble", label.classifier, label.confidence, label.details)
 
 
-def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | None:
+# "No, that's all. Thank you!" after "Is there anything else ...?" declines the offer
+_DECLINE = re.compile(r"^\s*(?:no|nope)\b[\s,.!]*(?:that'?s (?:all|it)|that is all|i'?m (?:good|fine|all set)|"
+                      r"all good|nothing (?:else|more)|not (?:now|right now|today)|thanks?|thank you)\b")
+
+
+def _acknowledgement(text: str, tokens: Sequence[str], asks: bool, ctx: _Context) -> Label | None:
     """Thanks, praise or a closing at the start or the end of a turn that asks and objects nothing."""
     if asks or not tokens:
         return None
     head = " ".join(tokens[:3])
-    tail = " ".join(tokens[-3:])
+    tail = " ".join(tokens[-4:])  # "... thank you so much"
     if not (_ACK.search(head) or _ACK.search(tail)):
         return None
-    if _objects(text) and _CONTRAST.search(text) and not re.search(r"\bno,? thanks?\b", text):
+    if _objects(text) and _CONTRAST.search(text) and not re.search(r"\bno,? thanks?\b", text) and not (
+            ctx.response_asks and _DECLINE.match(text)):
         return None
     rest = _ACK_FILLER.sub(" ", _ACK.sub(" ", text))
     leftover = _content(_tokens(rest))
@@ -602,32 +752,47 @@ def _acknowledgement(text: str, tokens: Sequence[str], asks: bool) -> Label | No
 _SENTENCE_END = re.compile(r"[.?!]\s+")
 
 
-def _refers_back(text: str, tokens: Sequence[str]) -> bool:
-    """True when the turn uses words that only make sense with the conversation.
+# a subject pronoun after an auxiliary: "What is lobbying and is it legal in Germany?" asks about its own noun
+_AUX_BEFORE = re.compile(r"\b(?:is|was|are|were|does|do|did|can|could|will|would|should|has|have)\s+$")
+REFERS_EXPLICITLY, REFERS_BY_PRONOUN = 2, 1
+
+
+def _refers_back(text: str, tokens: Sequence[str]) -> int:
+    """How the turn uses words that only make sense with the conversation: 2 for explicit words
+    ("instead", "what if", "that step"), 1 for a pronoun only, 0 for none.
 
     A pronoun counts in the turn's first sentence, or after a short opener ("Thanks! Is it ..."); a
     possessive or subject pronoun only before the turn names anything itself: "A car drives ... What
-    is its speed?" and "How do bakeries price their cupcakes?" point at their own subject.
+    is its speed?", "How do bakeries price their cupcakes?" and "What is lobbying and is it legal?"
+    point at their own subject.
     """
-    if not _CONTEXT_WORDS.isdisjoint(tokens) or _ELLIPTICAL_START.match(text) or _CONTEXT_DEPENDENT.search(text):
-        return True
-    if "that" in text and _DEICTIC_THAT.search(text):
-        return True
+    if "same" in tokens and not _OWN_THING_BEFORE_SAME.search(text):
+        return REFERS_EXPLICITLY
+    if (not _CONTEXT_WORDS.isdisjoint(tokens) or _ELLIPTICAL_START.match(text)
+            or _CONTEXT_DEPENDENT.search(text)
+            or ("that" in text and (_DEICTIC_THAT.search(text) or _WH_SAID_THAT.search(text)))):
+        return REFERS_EXPLICITLY
     split = _SENTENCE_END.search(text)
     first = text[: split.start()] if split else text
     pronoun = _PRONOUN.search(first)
     if not pronoun and split and len(first.split()) < 5:
         pronoun = _PRONOUN.search(text)
     if not pronoun:
-        return False
+        return 0
     # "Can you parallelize it?": an object pronoun points back; "How do bakeries price their cupcakes?":
     # a possessive or subject pronoun after a noun of the turn's own points at that noun
-    return pronoun.group(0) in ("it", "them") or not _content(_tokens(_LEAD_IN.sub("", text[: pronoun.start()])))
+    before = text[: pronoun.start()]
+    if not _content(_tokens(_LEAD_IN.sub("", before))):
+        return REFERS_BY_PRONOUN
+    if pronoun.group(0) in ("it", "them") and not _AUX_BEFORE.search(before):
+        return REFERS_BY_PRONOUN
+    return 0
 
 
 def _grounding(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
-               objects: bool) -> tuple[float, float, int]:
-    """(grounding in the response, context-dependence, count of content words new to the conversation).
+               objects: bool) -> tuple[float, float, int, int]:
+    """(grounding in the response, context-dependence, count of content words new to the conversation,
+    how the turn refers back: see _refers_back).
 
     Grounding counts shared words: a word or multi-digit number that the response introduced, or a
     number of its final answer, weighs 1; another single digit 0.5, a single letter (a variable) 0.3;
@@ -648,7 +813,8 @@ def _grounding(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _
         else:
             new += 1
     dependence = 0.0
-    if _refers_back(text, tokens):
+    refers = _refers_back(text, tokens)
+    if refers:
         dependence += 1.0
     elif _CONTEXT_HINT.search(text):
         dependence += 0.5
@@ -656,7 +822,7 @@ def _grounding(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _
         dependence += 1.0
     if ctx.response_asks and _YES_NO_START.match(text):
         dependence += 1.5
-    return score, dependence, new
+    return score, dependence, new, refers
 
 
 def _response_only(content: frozenset[str], ctx: _Context) -> frozenset[str]:
@@ -680,7 +846,7 @@ def _next_word(tokens: Sequence[str], word: str) -> str:
     return ""
 
 
-def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], dependence: float) -> str:
+def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], dependence: float, refers: int) -> str:
     """Why a question or request stands on its own, or "" when it does not.
 
     A turn that states its own problem is a new query even when it shares topic words with the
@@ -691,6 +857,10 @@ def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], depe
     """
     if len(tokens) >= 8 and (":" in text or "!" in text) and _NEW_EXERCISE.search(text):
         return "new_exercise"
+    if len(fresh) >= 3 and refers == REFERS_BY_PRONOUN and dependence < 2.0:
+        # "How many fireworks will Hannah see if the city sets off 18 boxes of 25 and she sees 30% of them?":
+        # a pronoun next to three numbers of the turn's own points at the turn's own things
+        return "problem_with_its_own_numbers"
     if dependence >= 1.0:
         return ""
     if len(fresh) >= 2:
@@ -706,14 +876,106 @@ def _self_contained(text: str, tokens: Sequence[str], fresh: Sequence[str], depe
     return ""
 
 
+_QUOTE_MARK = "\x00q"
+
+
+def _frame(text: str) -> list[str]:
+    """Stemmed words with each quoted part as one slot and each number as another: a request's frame."""
+    if '"' in text or "“" in text or "'" in text:
+        text = _QUOTED.sub(" qslotq ", text)
+    return ["<n>" if t[0].isdigit() else "<q>" if t == "qslotq" else _stem(t) for t in _tokens(text)]
+
+
+@lru_cache(maxsize=4096)
+def _query_frame(query: str) -> tuple[str, ...]:
+    return ("^", *_frame(query.lower()), "$")
+
+
+def _fills_a_slot(frame: Sequence[str], slots: frozenset[str], query: Sequence[str]) -> bool:
+    """True when a new value of the turn sits where the query had another: same word before it, same word
+    after a span of one to three query words ("did Plato employ" for "did Socrates employ")."""
+    padded = ["^", *frame, "$"]
+    for i in range(1, len(padded) - 1):
+        if padded[i] not in slots:
+            continue
+        left, right = padded[i - 1], padded[i + 1]
+        for j in range(1, len(query) - 1):
+            if query[j - 1] == left and right in query[j + 1: j + 4] and (
+                    query[j] == padded[i] or query[j] not in frame):
+                return True
+    return False
+
+
+def _sibling_request(text: str, original: str, fresh: Sequence[str], shared: int, ctx: _Context) -> str:
+    """"" or why the turn is the query's own request with a new value in one of its slots: a new quoted
+    object ('Is the sentence "The team are playing well." correct?'), a new name ("Which methods did Plato
+    employ?", "Write an essay on how Juliet is to blame ...") or two new numbers. A sibling asks again
+    from scratch, so it is a new query even when the new value is a name the response mentioned."""
+    if shared < 2:
+        return ""  # a sibling keeps the query's frame, so it shares at least two of its content words
+    quotes = [q for q in _quotes(original) if q not in ctx.query_lower and q not in ctx.response_lower]
+    names = frozenset(n for n in (_stem(w.lower()) for w in _PROPER_NOUN.findall(original))
+                      if n not in ctx.query_content) if original != text else frozenset()
+    if not (quotes or names or len(fresh) >= 2):
+        return ""
+    frame = _frame(text)
+    if len(frame) < 4:
+        return ""
+    slots = names | ({"<q>"} if quotes else set()) | ({"<n>"} if len(fresh) >= 2 else set())
+    query = _query_frame(ctx.query)
+    query_pairs = set(zip(query, query[1:], strict=False))
+    pairs = [p for p in zip(frame, frame[1:], strict=False) if p[0] not in names and p[1] not in names]
+    if not pairs or sum(p in query_pairs for p in pairs) < 0.6 * len(pairs):
+        return ""
+    if not _fills_a_slot(frame, frozenset(slots), query):
+        return ""
+    return "quoted_object" if quotes else "name" if names else "numbers"
+
+
+def _echoes_query(pattern: re.Pattern[str], text: str, ctx: _Context) -> bool:
+    """True when every match of ``pattern`` in the turn is also in the query (its own words, not a pointer)."""
+    return all(m.group(0).strip(" ,.;:!?") in ctx.query_lower for m in pattern.finditer(text))
+
+
+# a challenge stated as a claim: "I think the answer key says 1 - 12i", "I got 27", "the book says it's 8"
+_CLAIMED_VALUE = re.compile(
+    r"\b(?:says?|said|gives?|gave|shows?|lists?|got|get|getting|is|it's|be|equals?|was)\s+(?:that\s+)?"
+    r"(?:it'?s\s+|it is\s+|the answer is\s+|about\s+|like\s+)?[$(]?[-−]?\d")
+
+
 def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context,
-                   objects: bool) -> Label:
-    score, dependence, new = _grounding(text, tokens, content, ctx, objects)
+                   objects: bool, original: str) -> Label:
+    fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
+    if not objects and not _ELLIPTICAL_START.match(text):
+        sibling = _sibling_request(text, original, fresh, len(content & ctx.query_content), ctx)
+        if sibling and _echoes_query(_CONTEXT_DEPENDENT, text, ctx) and _echoes_query(_RESPONSE_OBJECT, text, ctx) \
+                and (_CONTEXT_WORDS.isdisjoint(tokens) or all(w in ctx.query_tokens for w in tokens
+                                                               if w in _CONTEXT_WORDS)):
+            return _label("new_query", f"query_request_with_new_{sibling}", 0.7)
+    label = _grounded_or_new(text, tokens, content, ctx, objects, fresh)
+    # checked only when the grounding rules say new_query (a follow_up needs no second reason)
+    if label.label != "new_query" or label.reason.endswith("new_exercise"):
+        return label
+    pointer = _points_at_response(text, ctx)
+    if pointer:
+        # "What are some corner cases in your solution?", "could you pick a different word", a quoted word of
+        # the answer: the turn names the response as its object, however many words of its own it adds
+        return _label("follow_up", f"question_{pointer}" if not objects else f"objection_{pointer}", 0.8,
+                      **label.details)
+    if objects and len(tokens) <= 25 and _CLAIMED_VALUE.search(text):
+        # "I think the answer key says 1 - 12i": an objection that states another value challenges the answer
+        return _label("follow_up", "challenge_with_another_value", 0.75, **label.details)
+    return label
+
+
+def _grounded_or_new(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context, objects: bool,
+                     fresh: Sequence[str]) -> Label:
+    """follow_up or new_query by grounding, context-dependence and self-containedness."""
+    score, dependence, new, refers = _grounding(text, tokens, content, ctx, objects)
     evidence = score + dependence
     from_response = _response_only(content, ctx)
-    fresh = [w for w in content if w[0].isdigit() and w not in ctx.query_content and w not in ctx.response_content]
+    own = "" if objects else _self_contained(text, tokens, fresh, dependence, refers)
     if not objects:
-        own = _self_contained(text, tokens, fresh, dependence)
         # what only the response said (its numbers, two of its words) or a part of it still ties the turn to it
         # a long question is weaker evidence than a request or a problem of its own: a name that only the
         # response used ("... on Oahu ...") is enough to tie it to the answer
@@ -755,6 +1017,9 @@ def _statement(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _
     if not content:
         return _label("new_query", "statement_without_content", 0.4)
     in_response = len(content & ctx.response_content) / len(content)
+    if text.count("\n") >= 3 and not _objects(text):
+        # "Day 1: 250 occupied ...\nDay 2: ..." writes out what the response offered: content, not a reply
+        return _label("assistant_drift", "multi_line_content", 0.6)
     if ctx.response_asks and _response_only(content, ctx):
         # "python please. something that renames files" after "... What would you like me to write?"
         return _label("follow_up", "answers_the_response_question", 0.6)
@@ -769,9 +1034,9 @@ def _statement(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _
         # "Basil is a warm-weather herb ..., so keep it away from drafts": an impersonal statement about the
         # query's subject explains it, in the assistant's voice
         return _label("assistant_drift", "explains_the_query_subject", 0.55, in_response=round(in_response, 3))
-    if _PART_REFERENCE.search(text):
-        # "I've read the first one already", "With the spirit of the first film, craft a pitch": a remark
-        # or an instruction about a part of the answer
+    if _points_at_response(text, ctx):
+        # "I've read the first one already", "With the spirit of the first film, craft a pitch", '"gentleman"
+        # feels a bit old-fashioned': a remark or an instruction about a part of the answer
         return _label("follow_up", "statement_refers_to_response", 0.6, in_response=round(in_response, 3))
     return _label("new_query", "ungrounded_statement", 0.45, in_response=round(in_response, 3))
 
@@ -809,7 +1074,9 @@ def classify_turn(item: ClassifyInput) -> Label:
             return _label("meta", "thinking_trace_only", 0.9)
         else:
             text = visible
-    text = _USER_SPEAKER.sub("", text, count=1).strip()
+    if text[:40].lstrip()[:1] in _SPEAKER_INITIALS:
+        text = _USER_SPEAKER.sub("", text, count=1)
+    text = text.strip()
     label = _classify_text(text, had_special, item)
     if cut:
         return Label(label.label, label.reason + cut, label.classifier, min(label.confidence, 0.8), label.details)
@@ -829,7 +1096,7 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     if meta:
         return meta
     ctx = _context(item.query, item.response)
-    drift = _drift(text, tokens, has_question, ctx)
+    drift = _drift(text, tokens, has_question, ctx, original)
     if drift:
         return drift
     content = _content(tokens)
@@ -837,14 +1104,14 @@ def _classify_text(text: str, had_special: bool, item: ClassifyInput) -> Label:
     if restated:
         return restated
     asks = _is_question_or_request(text, tokens)
-    ack = _acknowledgement(text, tokens, asks)
+    ack = _acknowledgement(text, tokens, asks, ctx)
     if ack:
         return ack
     if not has_question and _CONTINUATION.match(text):
         return _label("assistant_drift", "continues_the_answer", 0.6)
     objects = _objects(text)
     if asks or objects:
-        return _ask_or_object(text, tokens, content, ctx, objects)
+        return _ask_or_object(text, tokens, content, ctx, objects, original)
     return _statement(text, tokens, content, ctx)
 
 
