@@ -38,6 +38,8 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
 # Bumped whenever the decode loop or the sampler changes what a seed produces (part of the store key).
 ENGINE_VERSION = "decode-loop/1"
 DEFAULT_MAX_ROWS = 64
+# Finished rows leave the batch once they are this share of it (their cache rows are moved in place).
+DROP_AT = 0.125
 # Tokens of KV cache per batch (rows x (prompt + new tokens)); 1.1 GB for the embedded model in float32.
 DEFAULT_TOKEN_BUDGET = 24576
 # Share of the available memory one batch may take (the rest is for the OS, the store, other jobs).
@@ -540,7 +542,7 @@ class TransformersBackend:
             stopped = int(finished.sum())
             if stopped == len(active):
                 break
-            if stopped and stopped * 4 >= len(active):
+            if stopped and stopped >= DROP_AT * len(active):
                 # Drop finished rows: their cache copy costs less than computing them on.
                 keep = torch.nonzero(~finished).flatten()
                 cache.batch_select_indices(keep)
