@@ -6,7 +6,7 @@ The decode loop is userturn's own (``model.generate`` is not used), for three re
   every temperature of one context) prefill that prompt *once*; its KV cache and last-token logits
   are then copied to every row that needs them.
 * **No wasted work.** Rows are sorted by prompt length and padded on the left; finished rows are
-  dropped from the batch (with their cache) as soon as a quarter of the batch has finished, and
+  dropped from the batch (with their cache) as soon as an eighth of the batch has finished, and
   the KV cache is written in place into a buffer sized for the batch, instead of being
   re-concatenated at every step.
 * **Batch-independent sampling.** Each sampled row draws its random numbers from its own
