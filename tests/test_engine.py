@@ -85,3 +85,13 @@ def test_the_engine_version_is_part_of_the_store_key(smol_backend):
     assert identity.key()["engine"] == ENGINE_VERSION
     assert replace(identity, engine="decode-loop/0").key() != identity.key()
     assert "engine" not in replace(identity, engine="").key()  # backends without their own loop: key unchanged
+
+
+@pytest.mark.parametrize(("left", "size", "expected"), [(64, 63, 32), (65, 64, 33), (128, 64, 64), (10, 64, 10),
+                                                        (1000, 64, 63), (3, 1, 1)])
+def test_batches_are_even_rather_than_full_plus_a_small_tail(left, size, expected):
+    from userturn.backends.transformers_backend import even_batch_size
+
+    assert even_batch_size(left, size) == expected
+    batches = -(-left // expected)
+    assert batches == -(-left // size)  # never more batches than filling each one would take
