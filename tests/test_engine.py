@@ -87,11 +87,11 @@ def test_the_engine_version_is_part_of_the_store_key(smol_backend):
     assert "engine" not in replace(identity, engine="").key()  # backends without their own loop: key unchanged
 
 
-@pytest.mark.parametrize(("left", "size", "expected"), [(64, 63, 32), (65, 64, 33), (128, 64, 64), (10, 64, 10),
-                                                        (1000, 64, 63), (3, 1, 1)])
-def test_batches_are_even_rather_than_full_plus_a_small_tail(left, size, expected):
-    from userturn.backends.transformers_backend import even_batch_size
+def test_a_small_tail_joins_the_batch_before_it_within_the_token_slack(smol_backend):
+    from userturn.backends.transformers_backend import TAIL_SLACK
 
-    assert even_batch_size(left, size) == expected
-    batches = -(-left // expected)
-    assert batches == -(-left // size)  # never more batches than filling each one would take
+    b = smol_backend
+    assert b.rows_per_batch(1000, 24, available=1 << 40) == 24576 // 1024
+    assert b.rows_per_batch(1000, 24, available=1 << 40, token_slack=TAIL_SLACK) == int(24576 * TAIL_SLACK) // 1024
+    assert b.rows_per_batch(300, 64, available=1 << 40, token_slack=TAIL_SLACK) == 64  # the row cap still rules
+    assert b.rows_per_batch(1000, 24, available=1 << 20, token_slack=TAIL_SLACK) == 1  # and so does memory

@@ -40,6 +40,9 @@ ENGINE_VERSION = "decode-loop/1"
 DEFAULT_MAX_ROWS = 64
 # Finished rows leave the batch once they are this share of it (their cache rows are moved in place).
 DROP_AT = 0.125
+# The last rows of a run join the batch before them when they fit in this multiple of the token budget:
+# batch throughput grows with rows, so neither a small tail batch nor evenly split batches pay off.
+TAIL_SLACK = 1.25
 # Tokens of KV cache per batch (rows x (prompt + new tokens)); 1.1 GB for the embedded model in float32.
 DEFAULT_TOKEN_BUDGET = 24576
 # Share of the available memory one batch may take (the rest is for the OS, the store, other jobs).
@@ -88,18 +91,6 @@ def available_memory(device: str) -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return 4 << 30
-
-
-def even_batch_size(left: int, size: int) -> int:
-    """Rows for the next batch when ``left`` rows remain and at most ``size`` fit: batches of equal size.
-
-    A last batch of a few rows decodes as many steps as a full one at a fraction of its throughput,
-    so 65 rows with room for 64 run as 33 + 32, not 64 + 1.
-    """
-    if size >= left:
-        return left
-    batches = -(-left // size)
-    return -(-left // batches)
 
 
 class _RowSampler:
@@ -412,16 +403,18 @@ class TransformersBackend:
             torch.cuda.synchronize()
         return time.perf_counter()
 
-    def rows_per_batch(self, width: int, max_new: int, *, available: int | None = None) -> int:
+    def rows_per_batch(self, width: int, max_new: int, *, available: int | None = None,
+                       token_slack: float = 1.0) -> int:
         """How many rows of a ``width``-token prompt and ``max_new`` new tokens fit in one batch.
 
         Args:
             available: bytes free for the batch; measured (see :func:`available_memory`) when None.
+            token_slack: multiplies the token budget (never the memory bound or the row cap).
         """
         cap = self.batch_size if self.batch_size > 0 else DEFAULT_MAX_ROWS
         tokens = width + max_new
         if self.token_budget > 0:
-            cap = min(cap, self.token_budget // max(1, tokens))
+            cap = min(cap, int(self.token_budget * token_slack) // max(1, tokens))
         per_row = (self.kv_bytes_per_token * tokens + self.activation_bytes_per_token * width
                    + 4 * 4 * self.vocab_size)
         if available is None:
@@ -449,7 +442,9 @@ class TransformersBackend:
             window = rows[start:start + (self.batch_size or DEFAULT_MAX_ROWS)]
             max_new = max(requests[ri].params.max_tokens for ri, _ in window)
             size = self.rows_per_batch(width, max_new)
-            size = even_batch_size(len(rows) - start, size)
+            left = len(rows) - start
+            if size < left <= self.rows_per_batch(width, max_new, token_slack=TAIL_SLACK):
+                size = left  # a small tail rides along rather than decoding alone at a fraction of the speed
             batch = rows[start:start + size]
             start += len(batch)
             with torch.inference_mode():
