@@ -222,6 +222,15 @@ def test_pronouns_refer_back_unless_the_turn_names_its_own_subject():
         "new_query")
 
 
+def test_without_a_conversation_nothing_is_a_follow_up():
+    # The no_context perturbation opens a user turn with no query and no response before it.
+    label = classify_turn(ClassifyInput(query="", response="", user_turn="Can you help me create a plan to launch it?"))
+    assert (label.label, label.reason) == ("new_query", "new_query:no_conversation")
+    with_context = classify_turn(ClassifyInput(query="I am launching an app next month.", response="Congratulations!",
+                                               user_turn="Can you help me create a plan to launch it?"))
+    assert with_context.label == "follow_up"
+
+
 def test_an_appeal_to_another_authority_challenges_the_answer():
     # not an answer-like statement of the assistant's ("the answer is 24"), but the user's objection
     assert label("My teacher says the answer is 24").label == "follow_up"

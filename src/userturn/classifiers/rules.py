@@ -971,6 +971,10 @@ def _ask_or_object(text: str, tokens: Sequence[str], content: frozenset[str], ct
 def _grounded_or_new(text: str, tokens: Sequence[str], content: frozenset[str], ctx: _Context, objects: bool,
                      fresh: Sequence[str]) -> Label:
     """follow_up or new_query by grounding, context-dependence and self-containedness."""
+    if not ctx.query.strip() and not ctx.response_lower.strip():
+        # No conversation before the turn (the no_context perturbation): there is nothing to follow up on,
+        # so "Can you help me plan its launch?" opens a new chat whatever its pronouns suggest
+        return _label("new_query", "no_conversation", 0.8)
     score, dependence, new, refers = _grounding(text, tokens, content, ctx, objects)
     evidence = score + dependence
     from_response = _response_only(content, ctx)
