@@ -43,10 +43,16 @@ def _load_commands() -> None:
 _signals: list[int] = []
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    # A preempted job gets SIGTERM: stop like Ctrl-C, so what is finished is committed and the run says so.
+class _Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, raised by userturn's own handler. A subclass on purpose: CPython remembers a bare
+    KeyboardInterrupt that escaped code run through its C API (some imports do) and then ends the process by
+    SIGINT at exit, even after userturn caught it, so the exit status would not be 130/143."""
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    # Ctrl-C, or SIGTERM for a preempted job: stop, so what is finished is committed and the run says so.
     _signals.append(signum)
-    raise KeyboardInterrupt
+    raise _Stopped
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,7 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     _load_commands()
     try:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, _on_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_signal)
     except ValueError:  # not the main thread (embedded use): keep the default
         pass
     debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("USERTURN_DEBUG") == "1"
